@@ -1,0 +1,51 @@
+"""A model backend = the three model-shaped parts of the pipeline, as one unit.
+
+``offline_backend`` wires the deterministic offline parts that need no model
+download: the keyword planner, the extractive claim extractor and the lexical
+support scorer, with IDF from the paper source's own index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .claims import ClaimExtractor, ExtractiveClaimExtractor
+from .entailment import EntailmentScorer, LexicalSupportScorer
+from .planner import KeywordPlanner, Planner
+from .termstats import TermStats
+
+
+@dataclass
+class ModelBackend:
+    """Planner + claim extractor + entailment scorer, and a secret-free description."""
+
+    name: str
+    planner: Planner
+    extractor: ClaimExtractor
+    scorer: EntailmentScorer
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "backend": self.name,
+            "planner": self.planner.identity,
+            "extractor": self.extractor.identity,
+            "scorer": self.scorer.identity,
+        }
+
+    def close(self) -> None:
+        for part in (self.planner, self.extractor, self.scorer):
+            closer: Any = getattr(part, "close", None)
+            if callable(closer):
+                closer()
+
+
+def offline_backend(stats: TermStats | None = None) -> ModelBackend:
+    """The default, fully offline backend (IDF from ``stats`` when given)."""
+    idf = stats.idf if stats else (lambda t: 1.0)
+    return ModelBackend(
+        name="offline",
+        planner=KeywordPlanner(idf=stats.idf if stats else None),
+        extractor=ExtractiveClaimExtractor(),
+        scorer=LexicalSupportScorer(idf=idf),
+    )

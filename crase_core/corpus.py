@@ -1,0 +1,210 @@
+"""Load a citation corpus: ``papers.jsonl[.gz]`` + ``citations.tsv[.gz]``.
+
+Format (the embedded hep-th corpus, and any user corpus):
+
+* ``papers.jsonl``: one JSON object a line with ``id`` and ``title`` (required),
+  ``abstract``, ``year``, ``authors`` (string or list), optional ``month``
+  (``YYYYMM`` int or ``"YYYY-MM"``), ``venue``, ``arxiv``.
+* ``citations.tsv``: ``citing<TAB>cited`` a line.
+
+Self-loops, duplicate edges and edges to unknown ids are dropped (and counted).
+The month of an old-style arXiv id ``YYMM###`` is read from the id; otherwise
+from ``month``; otherwise the paper is taken as published in December of its
+year (so a leakage filter hides it whenever its year is in doubt).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import CorpusError
+from .records import Paper
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS_DIR = PROJECT_ROOT / "assets" / "corpora" / "hepth"
+
+_OLD_ARXIV = re.compile(r"^(\d{2})(\d{2})\d{3}$")
+_NEW_ARXIV = re.compile(r"^(\d{2})(\d{2})\.\d{4,5}(v\d+)?$")
+_AUTHOR_SPLIT = re.compile(r",\s*(?:and\s+)?|\s+and\s+")
+
+
+def month_from_id(paper_id: str) -> int | None:
+    """``YYYYMM`` of an arXiv id (``9711200`` → 199711, ``0704.0001`` → 200704), else None."""
+    m = _OLD_ARXIV.match(paper_id) or _NEW_ARXIV.match(paper_id)
+    if not m:
+        return None
+    yy, mm = int(m.group(1)), int(m.group(2))
+    if not 1 <= mm <= 12:
+        return None
+    year = 1900 + yy if yy >= 90 else 2000 + yy
+    return year * 100 + mm
+
+
+def _parse_month(value: object) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value if 100001 <= value <= 999912 else None
+    m = re.match(r"^(\d{4})-(\d{1,2})", str(value))
+    return int(m.group(1)) * 100 + int(m.group(2)) if m else None
+
+
+def split_authors(value: object) -> tuple[str, ...]:
+    if isinstance(value, list):
+        return tuple(str(a).strip() for a in value if str(a).strip())
+    if not value:
+        return ()
+    return tuple(a.strip() for a in _AUTHOR_SPLIT.split(str(value)) if a.strip())
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+def _find(directory: Path, stem: str) -> Path:
+    for name in (f"{stem}.gz", stem):
+        if (directory / name).is_file():
+            return directory / name
+    raise CorpusError(f"{directory} has no {stem} or {stem}.gz (a corpus folder holds papers.jsonl and citations.tsv)")
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Corpus:
+    """Papers and their citation graph, indexed by position.
+
+    ``refs`` is the CSR adjacency citing → cited, ``cites`` its transpose
+    (cited → citing). ``months[i]`` is ``YYYYMM`` of paper i.
+    """
+
+    name: str
+    papers: list[Paper]
+    index: dict[str, int]
+    months: np.ndarray
+    refs: sp.csr_matrix
+    cites: sp.csr_matrix
+    fingerprint: str
+    dropped_edges: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.papers)
+
+    @property
+    def n_citations(self) -> int:
+        return int(self.refs.nnz)
+
+    def in_degree(self) -> np.ndarray:
+        return np.diff(self.cites.indptr)
+
+    def iter_edges(self) -> Iterator[tuple[str, str]]:
+        coo = self.refs.tocoo()
+        for u, v in zip(coo.row, coo.col, strict=True):
+            yield self.papers[u].id, self.papers[v].id
+
+
+def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | None = None) -> Corpus:
+    """Load a corpus folder (default: the embedded hep-th corpus, or ``$CRASE_CORPUS``)."""
+    directory = Path(directory or os.environ.get("CRASE_CORPUS") or DEFAULT_CORPUS_DIR)
+    if not directory.is_dir():
+        raise CorpusError(f"corpus folder {directory} does not exist")
+    papers_path = _find(directory, "papers.jsonl")
+    cites_path = _find(directory, "citations.tsv")
+
+    papers: list[Paper] = []
+    index: dict[str, int] = {}
+    months: list[int] = []
+    with _open_text(papers_path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                pid = str(row["id"]).strip()
+                title = str(row.get("title") or "").strip()
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise CorpusError(f"{papers_path}:{lineno}: not a paper record ({e})") from None
+            if not pid or pid in index:
+                continue  # duplicate or empty ids: first record wins
+            year = row.get("year")
+            year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
+            month = month_from_id(pid) or _parse_month(row.get("month"))
+            if month is None:
+                month = year * 100 + 12 if year else 999912
+            if year is None and month != 999912:
+                year = month // 100
+            ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
+            url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
+            index[pid] = len(papers)
+            papers.append(
+                Paper(
+                    id=pid,
+                    title=title or f"(untitled {pid})",
+                    abstract=str(row.get("abstract") or "").strip(),
+                    year=year,
+                    month=month,
+                    authors=split_authors(row.get("authors")),
+                    venue=str(row.get("venue") or ""),
+                    url=url,
+                    external_ids=ext,
+                )
+            )
+            months.append(month)
+    if not papers:
+        raise CorpusError(f"{papers_path} holds no papers")
+
+    rows: list[int] = []
+    cols: list[int] = []
+    dropped = {"self_loops": 0, "unknown_ids": 0, "duplicates": 0, "malformed": 0}
+    with _open_text(cites_path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 2:
+                if line.strip():
+                    dropped["malformed"] += 1
+                continue
+            u, v = index.get(parts[0].strip()), index.get(parts[1].strip())
+            if u is None or v is None:
+                dropped["unknown_ids"] += 1
+            elif u == v:
+                dropped["self_loops"] += 1
+            else:
+                rows.append(u)
+                cols.append(v)
+    n = len(papers)
+    data = np.ones(len(rows), dtype=np.float32)
+    refs = sp.csr_matrix((data, (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))), shape=(n, n))
+    before = len(rows)
+    refs.sum_duplicates()
+    refs.data[:] = 1.0
+    dropped["duplicates"] = before - refs.nnz
+    refs.sort_indices()
+    cites = refs.T.tocsr()
+    cites.sort_indices()
+    return Corpus(
+        name=name or directory.name,
+        papers=papers,
+        index=index,
+        months=np.array(months, dtype=np.int32),
+        refs=refs,
+        cites=cites,
+        fingerprint=_fingerprint([papers_path, cites_path]),
+        dropped_edges=dropped,
+    )

@@ -1,0 +1,267 @@
+"""The data model of a Crase run: papers, claims, plan, seeds, graph, ranking.
+
+Every record is a plain dataclass; :mod:`crase_core.trace` (de)serialises them to
+JSON with pydantic's ``TypeAdapter`` so a saved trace loads back into the same
+objects. Field names are part of the trace format: change them only with a
+trace-version bump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ClaimType = Literal["CONTEXTUAL", "METHODOLOGICAL", "EMPIRICAL", "THEORETICAL"]
+CLAIM_TYPES: tuple[str, ...] = ("CONTEXTUAL", "METHODOLOGICAL", "EMPIRICAL", "THEORETICAL")
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper as a source returns it.
+
+    ``month`` is ``YYYYMM`` (e.g. 199711) where known: the leakage filter of the
+    citation benchmarks compares it. ``abstract`` is ``""`` when the source has
+    none; then claims come from the title only and ``has_abstract`` is False.
+    """
+
+    id: str
+    title: str
+    abstract: str = ""
+    year: int | None = None
+    month: int | None = None
+    authors: tuple[str, ...] = ()
+    venue: str = ""
+    url: str = ""
+    external_ids: tuple[tuple[str, str], ...] = ()
+    citation_count: int | None = None
+
+    @property
+    def has_abstract(self) -> bool:
+        return bool(self.abstract.strip())
+
+    @property
+    def text(self) -> str:
+        """The text claims are extracted from: title, then abstract."""
+        return f"{self.title}. {self.abstract}".strip() if self.has_abstract else self.title
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An atomic claim of a paper (paper Eq. 1).
+
+    ``source_phrase`` should be a verbatim span of the paper's text; ``verbatim``
+    records whether it is (checked, never assumed).
+    """
+
+    id: str
+    type: ClaimType
+    text: str
+    source_phrase: str
+    verbatim: bool = True
+
+
+@dataclass
+class Usage:
+    """Cost of model work: calls made and tokens reported by the server."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+@dataclass
+class ClaimSet:
+    """The claims of one paper, or the reason there are none.
+
+    ``error`` is set when extraction failed (the paper then has no claims and
+    every edge touching it scores Δ = 0). ``notes`` lists non-fatal findings
+    (repairs, title-only input, non-verbatim source phrases).
+    """
+
+    paper_id: str
+    claims: list[Claim]
+    extractor: str
+    title_only: bool = False
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    cached: bool = False
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class PlanResult:
+    """Stage 1 plan: up to L keyword sub-queries for query q."""
+
+    query: str
+    subqueries: list[str]
+    planner: str
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    cached: bool = False
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class SeedOrigin:
+    """Which sub-query brought a seed, and its ranks in that one result list (1-based)."""
+
+    subquery_index: int
+    subquery: str
+    relevance_rank: int
+    recency_rank: int
+    t: int  # the smallest t that yielded the sub-query's m seeds
+
+
+@dataclass
+class Seed:
+    """A seed paper with every sub-query that selected it, and its fate after pruning."""
+
+    paper_id: str
+    origins: list[SeedOrigin]
+    fate: Literal["kept", "pruned", "pending"] = "pending"
+    fate_reason: str = ""
+
+
+@dataclass
+class SearchHit:
+    """One row of a sub-query's result list, as the source ranked it."""
+
+    paper_id: str
+    relevance_rank: int
+    recency_rank: int
+    score: float
+
+
+@dataclass
+class SubQueryResult:
+    """The single search of one sub-query: its ranked list and the seeds it gave."""
+
+    index: int
+    subquery: str
+    hits: list[SearchHit]
+    seed_ids: list[str]
+    t: int
+
+
+@dataclass
+class EdgeMatrix:
+    """Entailment matrix of one citation edge u→v (paper Eq. 2).
+
+    ``matrix[i][j]`` = ent(claim i of u | claim j of v) ∈ [0, 1]; shape n_u × n_v.
+    ``error`` is set when scoring failed; the edge then has Δ = 0.
+    """
+
+    matrix: list[list[float]]
+    scorer: str
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    cached: bool = False
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class EdgeRecord:
+    """A citation edge u→v (u cites v) with everything that decided its fate."""
+
+    citing: str
+    cited: str
+    matrix: list[list[float]] = field(default_factory=list)
+    supported: list[bool] = field(default_factory=list)  # s_i(u,v), Eq. 3
+    delta: float = 0.0  # Δ(u,v), Eq. 4
+    age_years: float = 1.0
+    age_factor: float = 1.0  # age(v)^(-β)
+    weight: float = 0.0  # w(u→v) = Δ·age^(-β), Eq. 5 (0 when pruned)
+    kept: bool = False
+    decision: str = ""
+    error: str | None = None
+    cached: bool = False
+    contexts: list[str] = field(default_factory=list)  # citing sentences, where the source has them
+    intents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NodeRecord:
+    """A paper of the evidence graph V."""
+
+    paper: Paper
+    role: Literal["seed", "expanded"]
+    kept: bool = True
+    prune_reason: str = ""
+    score: float = 0.0
+    rank: int | None = None  # 1-based among kept nodes, None when pruned
+
+
+@dataclass
+class TrailStep:
+    """One edge of an evidence trail, in walk direction (from → to)."""
+
+    source: str
+    target: str
+    delta: float
+    along_citation: bool  # True: source cites target; False: the walk went against the citation
+
+
+@dataclass
+class RankedPaper:
+    """One row of the answer: a paper, its score, and why it is here."""
+
+    paper_id: str
+    rank: int
+    score: float
+    seed: str | None  # the seed the trail starts from (itself when it is a seed)
+    trail: list[TrailStep]
+    reason: str
+
+
+@dataclass
+class Truncation:
+    """A neighbour list cut by a cap (the source's or ours), with the rule that picked the survivors."""
+
+    paper_id: str
+    relation: Literal["references", "citations"]
+    total: int | None
+    kept: int
+    rule: str
+
+
+@dataclass
+class Budget:
+    """Model invocations 1 + |V| + |E| (paper App. A), known before any scoring."""
+
+    total: int
+    plan_calls: int
+    claim_calls: int
+    entailment_calls: int
+    cached: int
+    to_call: int
+
+
+@dataclass
+class Counters:
+    """What a run cost."""
+
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    external_calls: int = 0  # calls to the paper source's remote service (0 for the local corpus)
+    search_calls: int = 0
+    failures: int = 0
+    repairs: int = 0
+
+
+@dataclass
+class RankingResult:
+    """Scores of every kept node under one ranker."""
+
+    ranker: str
+    scores: dict[str, float]
+    iterations: int = 0
+    converged: bool = True
+    residual: float = 0.0

@@ -1,0 +1,32 @@
+"""Corpus term statistics (document frequency, IDF) over the index's stems."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .textindex import TextIndex
+
+
+@dataclass
+class TermStats:
+    """IDF of content stems: idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5)) (BM25's, always > 0).
+
+    Unknown stems get the IDF of a term seen once.
+    """
+
+    n_docs: int
+    df: dict[str, int]
+
+    @classmethod
+    def from_index(cls, index: TextIndex) -> TermStats:
+        indptr = np.asarray(index.retriever.scores["indptr"])
+        counts = np.diff(indptr)
+        df = {term: int(counts[tid]) for term, tid in index.vocab.items() if tid < counts.size}
+        return cls(int(index.retriever.scores["num_docs"]), df)
+
+    def idf(self, term: str) -> float:
+        df = self.df.get(term, 1)
+        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))

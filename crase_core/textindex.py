@@ -1,0 +1,79 @@
+"""BM25 full-text index over title + abstract (bm25s, Lucene BM25, k1=1.5, b=0.75).
+
+Built once per corpus and saved under the cache dir in a folder named by the
+corpus fingerprint, so it is rebuilt exactly when the corpus files change.
+Title terms count twice (the title is repeated), the usual field boost.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from .cache import cache_root
+from .corpus import Corpus
+from .text import content_terms
+
+log = logging.getLogger(__name__)
+
+INDEX_VERSION = "bm25-lucene-v1"
+
+
+def document_terms(title: str, abstract: str) -> list[str]:
+    return content_terms(f"{title} {title} {abstract}")
+
+
+@dataclass
+class TextIndex:
+    retriever: bm25s.BM25
+    vocab: dict[str, int]
+    build_seconds: float = 0.0
+    path: Path | None = None
+
+    @classmethod
+    def for_corpus(cls, corpus: Corpus, directory: Path | None = None) -> TextIndex:
+        """Load the corpus's index from disk, building and saving it first if needed."""
+        base = directory or cache_root() / "index"
+        path = base / f"{corpus.name}-{corpus.fingerprint}-{INDEX_VERSION}"
+        if path.is_dir():
+            try:
+                retriever = bm25s.BM25.load(str(path), mmap=False)
+                return cls(retriever, retriever.vocab_dict, 0.0, path)
+            except Exception as e:  # a damaged index is rebuilt, not fatal
+                log.warning("index at %s unreadable (%s); rebuilding", path, type(e).__name__)
+                shutil.rmtree(path, ignore_errors=True)
+        index = cls.build(corpus)
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        index.retriever.save(str(tmp))
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)
+        index.path = path
+        return index
+
+    @classmethod
+    def build(cls, corpus: Corpus) -> TextIndex:
+        start = time.perf_counter()
+        docs = [document_terms(p.title, p.abstract) for p in corpus.papers]
+        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        retriever.index(docs, show_progress=False)
+        return cls(retriever, retriever.vocab_dict, time.perf_counter() - start)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query`` (zeros when no term is known)."""
+        terms = [t for t in content_terms(query) if t in self.vocab]
+        n = self.retriever.scores["num_docs"]
+        if not terms:
+            return np.zeros(n, dtype=np.float32)
+        return self.retriever.get_scores(terms)
+
+    def size_bytes(self) -> int:
+        if not self.path:
+            return 0
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())

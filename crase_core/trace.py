@@ -1,0 +1,141 @@
+"""The run trace: one JSON-serialisable record of everything a run produced.
+
+``RunTrace`` is a dataclass; :func:`dumps`/:func:`loads` go through pydantic's
+``TypeAdapter`` so that ``loads(dumps(t)) == t`` (the same objects back). A
+trace holds no secrets: backends describe themselves without keys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import TraceError
+from .records import (
+    Budget,
+    ClaimSet,
+    Counters,
+    EdgeRecord,
+    NodeRecord,
+    PlanResult,
+    RankedPaper,
+    RankingResult,
+    Seed,
+    SubQueryResult,
+    Truncation,
+)
+from .settings import PipelineSettings
+
+TRACE_VERSION = 1
+
+
+@dataclass
+class RunTrace:
+    """Parameters, plan, seeds and fates, graph, matrices, decisions, scores, timings, costs."""
+
+    query: str
+    settings: PipelineSettings
+    source: str
+    source_filter: str
+    backend: dict[str, str]
+    reference_year: int
+    plan: PlanResult
+    subquery_results: list[SubQueryResult]
+    seeds: list[Seed]
+    nodes: list[NodeRecord]
+    claims: dict[str, ClaimSet]
+    edges: list[EdgeRecord]
+    truncations: list[Truncation]
+    budget: Budget
+    ranking: RankingResult
+    results: list[RankedPaper]
+    timings: dict[str, float] = field(default_factory=dict)
+    counters: Counters = field(default_factory=Counters)
+    warnings: list[str] = field(default_factory=list)
+    created_at: str = ""
+    run_id: str = ""
+    trace_version: int = TRACE_VERSION
+
+    # --- convenient views (not serialised) ---
+    def node(self, paper_id: str) -> NodeRecord:
+        for n in self.nodes:
+            if n.paper.id == paper_id:
+                return n
+        raise KeyError(paper_id)
+
+    def edge(self, citing: str, cited: str) -> EdgeRecord:
+        for e in self.edges:
+            if e.citing == citing and e.cited == cited:
+                return e
+        raise KeyError((citing, cited))
+
+    def stage_counts(self) -> dict[str, int]:
+        kept_nodes = sum(1 for n in self.nodes if n.kept)
+        kept_edges = sum(1 for e in self.edges if e.kept)
+        return {
+            "subqueries": len(self.plan.subqueries),
+            "seeds": len(self.seeds),
+            "seeds_kept": sum(1 for s in self.seeds if s.fate == "kept"),
+            "nodes": len(self.nodes),
+            "edges": len(self.edges),
+            "edges_kept": kept_edges,
+            "nodes_kept": kept_nodes,
+            "results": len(self.results),
+        }
+
+
+@lru_cache(maxsize=1)
+def _adapter() -> TypeAdapter[RunTrace]:
+    return TypeAdapter(RunTrace)
+
+
+def to_dict(trace: RunTrace) -> dict:
+    return _adapter().dump_python(trace, mode="json")
+
+
+def dumps(trace: RunTrace, indent: int | None = None) -> str:
+    return _adapter().dump_json(trace, indent=indent).decode("utf-8")
+
+
+def loads(text: str | bytes) -> RunTrace:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TraceError(f"not a JSON trace ({e})") from None
+    return from_dict(data)
+
+
+def from_dict(data: object) -> RunTrace:
+    if not isinstance(data, dict):
+        raise TraceError("not a Crase trace (expected a JSON object)")
+    version = data.get("trace_version")
+    if version != TRACE_VERSION:
+        raise TraceError(f"trace version {version!r} is not supported (this Crase reads version {TRACE_VERSION})")
+    try:
+        return _adapter().validate_python(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise TraceError(f"not a valid Crase trace: {where}: {first.get('msg')}") from None
+
+
+def save(trace: RunTrace, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(dumps(trace), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load(path: str | Path) -> RunTrace:
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except OSError as e:
+        raise TraceError(f"cannot read trace {path}: {e.strerror or e}") from None
+    return loads(text)
