@@ -1,0 +1,55 @@
+"""Shared fixtures: an isolated cache dir per test session, the embedded corpus, a tiny corpus."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tiny_corpus import write_corpus
+
+# Isolate every test session from the user's cache before crase_core reads it.
+_SESSION_CACHE = Path(os.environ.get("CRASE_TEST_CACHE_DIR", "")) if os.environ.get("CRASE_TEST_CACHE_DIR") else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
+    root = _SESSION_CACHE or tmp_path_factory.mktemp("crase-cache")
+    old = os.environ.get("CRASE_CACHE_DIR")
+    os.environ["CRASE_CACHE_DIR"] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop("CRASE_CACHE_DIR", None)
+    else:
+        os.environ["CRASE_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def hepth_source(_isolated_cache):
+    """The embedded hep-th corpus with its BM25 index (built once per session)."""
+    from crase_core.sources.local import LocalSource
+
+    return LocalSource.open()
+
+
+@pytest.fixture(scope="session")
+def hepth_engine(hepth_source):
+    from crase_core.backends import offline_backend
+    from crase_core.cache import ResultCache, cache_root
+    from crase_core.pipeline import Engine
+    from crase_core.termstats import TermStats
+
+    return Engine(hepth_source, offline_backend(TermStats.from_index(hepth_source.text_index)),
+                  ResultCache(cache_root() / "results-hepth"))
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("tiny") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_source(tiny_corpus_dir, _isolated_cache):
+    from crase_core.sources.local import LocalSource
+
+    return LocalSource.open(tiny_corpus_dir)

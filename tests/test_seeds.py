@@ -1,0 +1,41 @@
+"""Seed construction: top t of both relevance and recency, smallest t that yields m."""
+
+from __future__ import annotations
+
+from crase_core.records import Paper
+from crase_core.seeds import build_seed_set, rank_hits, select_seeds
+from crase_core.sources.base import ScoredPaper
+
+MONTHS = {"p1": 199801, "p2": 200005, "p3": 199912, "p4": 200101, "p5": 199505, "p6": 200102}
+
+
+def results(order=("p1", "p2", "p3", "p4", "p5", "p6")):
+    return [ScoredPaper(Paper(i, i, month=MONTHS[i], year=MONTHS[i] // 100), 10.0 - n) for n, i in enumerate(order)]
+
+
+def test_ranks():
+    hits = rank_hits(results())
+    assert [(h.paper_id, h.relevance_rank, h.recency_rank) for h in hits] == [
+        ("p1", 1, 5), ("p2", 2, 3), ("p3", 3, 4), ("p4", 4, 2), ("p5", 5, 6), ("p6", 6, 1)]
+
+
+def test_smallest_t_that_yields_m():
+    hits = rank_hits(results())
+    # t = 3 admits only p2; t = 4 admits p2, p3, p4 → for m = 2 the better-relevance two
+    seeds, t = select_seeds(hits, 2)
+    assert [h.paper_id for h in seeds] == ["p2", "p3"] and t == 4
+    seeds, t = select_seeds(hits, 3)
+    assert [h.paper_id for h in seeds] == ["p2", "p3", "p4"] and t == 4
+    seeds, t = select_seeds(hits, 1)
+    assert [h.paper_id for h in seeds] == ["p2"] and t == 3
+    seeds, t = select_seeds(hits, 10)  # fewer hits than m: all of them
+    assert len(seeds) == 6 and t == 6
+    assert select_seeds([], 5) == ([], 0)
+
+
+def test_union_over_subqueries_remembers_every_origin():
+    seeds, records = build_seed_set(["q one", "q two"], [results(), results(("p6", "p2", "p1"))], 2)
+    by_id = {s.paper_id: s for s in seeds}
+    assert list(by_id) == ["p2", "p3", "p6"]
+    assert [(o.subquery_index, o.relevance_rank, o.recency_rank) for o in by_id["p2"].origins] == [(0, 2, 3), (1, 2, 2)]
+    assert records[1].seed_ids == ["p6", "p2"] and records[1].t == 2
