@@ -80,7 +80,11 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_CLAUSE_CUTS = re.compile(r";\s+|,\s+(?=and we\b|while\b|whereas\b|which\b|and show\b|and find\b)|:\s+")
+_CLAUSE_CUTS = re.compile(
+    r";\s+|:\s+|,\s+(?=and\b|while\b|whereas\b|which\b|where\b|but\b|thus\b|so that\b|leading\b|yielding\b)"
+    r"|\s+(?=and (?:we )?(?:also )?(?:show|find|derive|obtain|compute|calculate|discuss|argue|prove|study|construct|"
+    r"determine|propose|present|demonstrate)\b)"
+)
 
 
 def _split_clauses(text: str, span: tuple[int, int]) -> list[tuple[int, int]]:
@@ -89,7 +93,7 @@ def _split_clauses(text: str, span: tuple[int, int]) -> list[tuple[int, int]]:
     pieces = []
     cur = s
     for m in cuts:
-        if m.start() - cur >= 30 and e - m.end() >= 30:
+        if m.start() - cur >= 25 and e - m.end() >= 25:
             pieces.append((cur, m.start()))
             cur = m.end()
     pieces.append((cur, e))

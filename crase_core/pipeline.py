@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from .affinity import age_years, coverage_affinity, decide_edge, supported_claims, surviving_nodes
 from .backends import ModelBackend
 from .cache import ResultCache, result_key, stable_hash
+from .entailment import validate_matrix
 from .errors import BudgetExceeded, InputError
 from .expansion import expand
 from .ranking import WeightedGraph, get_ranker, top_k
 from .records import (
+    CLAIM_TYPES,
     Budget,
     Claim,
     ClaimSet,
@@ -33,6 +35,7 @@ from .records import (
     RankedPaper,
     RankingResult,
     Seed,
+    SeedOrigin,
     TrailStep,
     Usage,
 )
@@ -57,6 +60,7 @@ class StageEvent:
     done: int
     total: int
     message: str = ""
+    budget: Budget | None = None  # set on the first "claims" event: known before any claim/matrix call
 
 
 ProgressFn = Callable[[StageEvent], None]
@@ -116,14 +120,18 @@ def _claimset_to_cache(cs: ClaimSet) -> dict:
 
 
 def _claimset_from_cache(paper_id: str, identity: str, value: dict) -> ClaimSet:
+    """Rebuild a cached claim set; raise ValueError/KeyError/TypeError when the entry is corrupt."""
     claims = [Claim(i, t, x, s, bool(v)) for i, t, x, s, v in value["claims"]]
+    if not claims or any(c.type not in CLAIM_TYPES or not isinstance(c.text, str) for c in claims):
+        raise ValueError("corrupt claims entry")
     return ClaimSet(paper_id, claims, identity, bool(value.get("title_only")), None,
                     list(value.get("notes", [])), cached=True)
 
 
-def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "") -> None:
+def _emit(progress: ProgressFn | None, stage: str, done: int, total: int, message: str = "",
+          budget: Budget | None = None) -> None:
     if progress is not None:
-        progress(StageEvent(stage, done, total, message))
+        progress(StageEvent(stage, done, total, message, budget))
 
 
 def personalization_vector(seeds: Sequence[Seed], kept_nodes: set[str], mode: str) -> dict[str, float]:
@@ -169,6 +177,7 @@ def run_query(
     *,
     progress: ProgressFn | None = None,
     now: _dt.datetime | None = None,
+    seeds_override: Sequence[str] | None = None,
 ) -> RunTrace:
     """Answer ``query`` with the full pipeline and return the run's trace.
 
@@ -176,6 +185,11 @@ def run_query(
     when ``settings.max_model_calls`` would be exceeded (checked before any
     claim or matrix is computed). An empty result (no search hits, or every
     edge pruned) is not an error: the trace says why in ``warnings``.
+
+    ``seeds_override`` (evaluation only, e.g. the seed-corruption stress test)
+    replaces stage 1's seed search by the given paper ids (in that order;
+    ids the source does not show are dropped): the plan is still made, no
+    search call is made, and the trace records the injection in ``warnings``.
     """
     settings = settings or PipelineSettings()
     q = clean_query(query)
@@ -190,6 +204,9 @@ def run_query(
     _emit(progress, "plan", 0, 1, "planning sub-queries")
     pkey = plan_key(backend.planner.identity, q, settings.L)
     cached_plan = cache.get_many([pkey]).get(pkey) if cache is not None else None
+    if not (isinstance(cached_plan, dict) and isinstance(cached_plan.get("subqueries"), list)
+            and cached_plan["subqueries"] and all(isinstance(x, str) for x in cached_plan["subqueries"])):
+        cached_plan = None  # absent or corrupt: plan again
     if cached_plan:
         plan = PlanResult(q, list(cached_plan["subqueries"])[: settings.L], backend.planner.identity,
                           notes=list(cached_plan.get("notes", [])), cached=True)
@@ -215,12 +232,21 @@ def run_query(
 
     # ---- Stage 1: seeds (one search per sub-query) ------------------------------------------
     t0 = time.perf_counter()
-    result_lists = []
-    for i, sq in enumerate(plan.subqueries):
-        _emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
-        result_lists.append(source.search(sq, settings.search_limit))
-        run.counters.search_calls += 1
-    seeds, subquery_results = build_seed_set(plan.subqueries, result_lists, settings.m)
+    if seeds_override is not None:
+        wanted = list(dict.fromkeys(seeds_override))
+        visible = source.get(wanted)
+        injected = [pid for pid in wanted if pid in visible]
+        seeds = [Seed(pid, [SeedOrigin(0, "(injected seed)", i, i, len(injected))]) for i, pid in enumerate(injected, 1)]
+        subquery_results = []
+        run.warnings.append(f"seeds injected by the caller ({len(injected)} of {len(seeds_override)} visible); "
+                            "stage 1 search skipped")
+    else:
+        result_lists = []
+        for i, sq in enumerate(plan.subqueries):
+            _emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
+            result_lists.append(source.search(sq, settings.search_limit))
+            run.counters.search_calls += 1
+        seeds, subquery_results = build_seed_set(plan.subqueries, result_lists, settings.m)
     run.timings["seeds"] = time.perf_counter() - t0
     _emit(progress, "seeds", len(plan.subqueries), len(plan.subqueries), f"{len(seeds)} seeds")
     if not seeds:
@@ -276,7 +302,7 @@ def run_query(
     todo = [papers[n] for n in graph.nodes if n not in claimsets]
     run.counters.cache_hits += len(claimsets)
     run.counters.cache_misses += len(todo)
-    _emit(progress, "claims", 0, len(graph.nodes), f"{len(claimsets)} cached, {len(todo)} to extract")
+    _emit(progress, "claims", 0, len(graph.nodes), f"{len(claimsets)} cached, {len(todo)} to extract", budget)
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         results = backend.extractor.extract_many(batch)
@@ -305,6 +331,11 @@ def run_query(
     for e, key in mkeys.items():
         value = cached_m.get(key)
         if value is not None:
+            try:
+                value = validate_matrix(value, len(claimsets[e[0]].claims), len(claimsets[e[1]].claims))
+            except ValueError:
+                log.warning("corrupt cached matrix for %s→%s; recomputing", *e)
+                continue
             matrices[e] = EdgeMatrix(value, sc_id, cached=True)
     run.counters.cache_hits += len(matrices)
     todo_edges = [e for e in graph.edges if e not in matrices]
