@@ -1,0 +1,84 @@
+"""`crase` end to end on the embedded corpus, and every bad input gives one clear line, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def crase(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "crase_core.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=os.environ.copy())
+
+
+def test_query_and_show_round_trip(tmp_path, hepth_source):
+    out = tmp_path / "run.json"
+    r = crase("query", "superconformal quantum mechanics of multi-black hole moduli spaces", "--k", "5",
+              "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Query: superconformal")
+    assert sum(1 for ln in lines if ln.lstrip().startswith("why:")) == 5
+    assert any(ln.startswith("Stages:") and "seeds" in ln for ln in lines)
+    assert any(ln.startswith("Budget: 1 + |V| + |E| =") for ln in lines)
+    assert "plan" in r.stderr and "ranking" in r.stderr  # per-stage progress
+    data = json.loads(out.read_text())
+    assert data["trace_version"] == 1 and len(data["results"]) == 5
+    # second run: everything cached
+    r2 = crase("query", "superconformal quantum mechanics of multi-black hole moduli spaces", "--k", "5", "--quiet")
+    cost = next(ln for ln in r2.stdout.splitlines() if ln.startswith("Cost:"))
+    assert "0 model calls" in cost and "0 misses" in cost
+    shown = crase("show", str(out), "--k", "5")
+    assert shown.returncode == 0
+    assert shown.stdout.splitlines()[:12] == lines[:12]
+
+
+def test_settings_flags_reach_the_run(tmp_path, hepth_source):
+    out = tmp_path / "r.json"
+    r = crase("query", "noncommutative solitons", "--m", "3", "--L", "2", "--hops", "1", "--ranker", "salsa",
+              "--theta", "0.6", "--tau", "0.1", "--beta", "0", "--alpha", "0.3", "--k", "7", "--quiet", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    s = json.loads(out.read_text())["settings"]
+    assert (s["m"], s["L"], s["hops"], s["ranker"], s["theta"], s["tau"], s["beta"], s["alpha"], s["k"]) == (
+        3, 2, 1.0, "salsa", 0.6, 0.1, 0.0, 0.3, 7)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["query", ""], "the query is empty"),
+        (["query", "   \t "], "the query is empty"),
+        (["query", "q" * 10_000], "10,000 characters long"),
+        (["query", "x", "--hops", "1.5", "--alpha", "1.5"], "alpha must be in (0, 1)"),
+        (["query", "x", "--corpus", "/nonexistent/corpus"], "does not exist"),
+        (["query", "x", "--backend", "nope"], "unknown backend"),
+        (["query", "x", "--source", "nope"], "unknown source"),
+        (["show", "/nonexistent/trace.json"], "cannot read trace"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(args, message, hepth_source):
+    r = crase(*args)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_corrupt_trace_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = crase("show", str(bad))
+    assert r.returncode == 2 and "not a JSON trace" in r.stderr
+    bad.write_text(json.dumps({"trace_version": 1, "query": "x"}))
+    r = crase("show", str(bad))
+    assert r.returncode == 2 and "not a valid Crase trace" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_no_hits_and_non_ascii(hepth_source):
+    r = crase("query", "qwxzv zzyzx", "--quiet")
+    assert r.returncode == 0 and "No results." in r.stdout and "no paper matched" in r.stdout
+    r = crase("query", "entropía de agujeros negros — black hole entropy 黑洞", "--quiet", "--k", "3")
+    assert r.returncode == 0 and r.stdout.count("why:") == 3
