@@ -58,8 +58,25 @@ def _offline(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
     return offline_backend(TermStats.from_index(local_source(config).text_index))
 
 
-SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source}
-BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend]] = {"offline": _offline}
+def _s2(config: RuntimeConfig) -> PaperSource:
+    from .sources.semantic_scholar import s2_source  # imported on use: settings in config.options["s2"]
+
+    return s2_source(config)
+
+
+SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source, "s2": _s2}
+
+
+def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
+    from .llm import backend_from_config  # imported on use: the offline default never loads the client
+
+    return backend_from_config(config, source)
+
+
+BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend]] = {
+    "offline": _offline,
+    "openai": _openai,
+}
 
 
 def build_engine(config: RuntimeConfig | None = None, source_filter: SourceFilter | None = None) -> Engine:

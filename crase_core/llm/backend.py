@@ -1,0 +1,37 @@
+"""The ``openai`` model backend: planner, extractor and scorer sharing one endpoint.
+
+Registered as ``BACKEND_FACTORIES["openai"]`` in :mod:`crase_core.runtime`;
+settings come from ``RuntimeConfig.options`` (see :class:`LLMSettings`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import ModelBackend
+from ..errors import ModelError
+from .client import Endpoint
+from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
+from .config import LLMSettings
+
+
+def openai_backend(settings: LLMSettings) -> ModelBackend:
+    """A :class:`ModelBackend` on ``settings``; when no model is named, the endpoint's only model is used."""
+    endpoint = Endpoint(settings)
+    if not settings.model:
+        models = endpoint.list_models()
+        if len(models) != 1:
+            listed = ", ".join(models[:10]) or "none"
+            raise ModelError(f"name the model with --model: {endpoint.where} serves {len(models)} ({listed})")
+        settings.model = models[0]
+    return ModelBackend(
+        name="openai",
+        planner=LLMPlanner(settings, endpoint),
+        extractor=LLMClaimExtractor(settings, endpoint),
+        scorer=LLMEntailmentScorer(settings, endpoint),
+    )
+
+
+def backend_from_config(config: Any, source: Any = None) -> ModelBackend:
+    """``BACKEND_FACTORIES`` entry: ``RuntimeConfig`` → openai backend (``source`` is not needed)."""
+    return openai_backend(LLMSettings.from_options(dict(config.options or {})))

@@ -1,0 +1,102 @@
+"""Prompt templates: versioned text files in ``prompts/`` (plan, claims, entailment).
+
+File format (readable by an auditor)::
+
+    # comment lines
+    version: plan-v1
+    === system ===
+    ...
+    === user ===
+    ... {{query}} ...
+
+``{{name}}`` slots are filled by :meth:`PromptTemplate.render`; every value is
+passed through :func:`neutralize` first, so paper text cannot close the
+``<paper>``/``<query>``/``<claims_*>`` delimiters it is placed in. The
+template's ``tag`` (version + 8 hex digits of the file's sha256) is part of
+every component identity and therefore of every cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+
+PROMPT_NAMES = ("plan", "claims", "entailment")
+_SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
+_TAGLIKE = re.compile(r"<\s*(/?)\s*(paper|query|claims_a|claims_b|system|user|assistant)\b", re.IGNORECASE)
+_SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
+
+
+def default_prompts_dir() -> Path:
+    """``$CRASE_PROMPTS_DIR``, else ``prompts/`` at the project root (next to ``crase_core/``)."""
+    env = os.environ.get("CRASE_PROMPTS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "prompts"
+
+
+def neutralize(text: str) -> str:
+    """Make delimiter-like tags in data inert (``</paper>`` → ``‹/paper>``); everything else unchanged."""
+    return _TAGLIKE.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """One prompt file: name, declared version, content hash, system and user templates."""
+
+    name: str
+    version: str
+    sha: str
+    system: str
+    user: str
+
+    @property
+    def tag(self) -> str:
+        return f"{self.version}+{self.sha[:8]}"
+
+    def slots(self) -> set[str]:
+        return set(_SLOT.findall(self.system)) | set(_SLOT.findall(self.user))
+
+    def render(self, **values: object) -> list[dict[str, str]]:
+        """Chat messages with every slot filled (values neutralised); KeyError names a missing slot."""
+        missing = self.slots() - set(values)
+        if missing:
+            raise KeyError(f"prompt {self.name}: no value for {', '.join(sorted(missing))}")
+
+        def fill(template: str) -> str:
+            return _SLOT.sub(lambda m: neutralize(str(values[m.group(1)])), template)
+
+        return [{"role": "system", "content": fill(self.system)}, {"role": "user", "content": fill(self.user)}]
+
+
+def parse_prompt(name: str, text: str) -> PromptTemplate:
+    """Parse a prompt file's text; :class:`InputError` when the format is broken."""
+    head, *_ = _SECTION.split(text, maxsplit=1)
+    version = None
+    for line in head.splitlines():
+        m = re.match(r"^version:\s*(\S+)\s*$", line)
+        if m:
+            version = m.group(1)
+    parts = _SECTION.split(text)
+    sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
+    if not version or "system" not in sections or "user" not in sections:
+        raise InputError(f"prompt file {name!r} needs a 'version:' line and '=== system ===' / '=== user ===' sections")
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return PromptTemplate(name, version, sha, sections["system"].strip(), sections["user"].strip())
+
+
+def load_prompt(name: str, directory: str | os.PathLike[str] | None = None) -> PromptTemplate:
+    """Load ``<directory>/<name>.txt`` (default directory: :func:`default_prompts_dir`)."""
+    if name not in PROMPT_NAMES:
+        raise InputError(f"unknown prompt {name!r}; expected one of {', '.join(PROMPT_NAMES)}")
+    path = Path(directory) if directory else default_prompts_dir()
+    path = path / f"{name}.txt"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise InputError(f"prompt file {path} is missing: set CRASE_PROMPTS_DIR or the prompts_dir option "
+                         "to the folder holding plan.txt, claims.txt and entailment.txt") from None
+    return parse_prompt(name, text)
