@@ -1,0 +1,256 @@
+"""Human audit of edge decisions: verdicts in SQLite, and the paper's Table 5 measures.
+
+An auditor looks at one edge of one run and says whether the pipeline's
+decision (kept / pruned) is right: ``agree`` or ``disagree``, with an optional
+note. The auditor's own judgement of the edge is then
+``keep = kept if agree else not kept``. Per edge, the human label is the
+majority of the auditors' judgements (ties have no label).
+
+Measures (Crase paper, Table 5), computed by :func:`summarize`:
+
+* agreement — share of majority-labelled edges where the pipeline's decision equals the majority;
+* retained-edge precision — among labelled edges the pipeline kept, share the majority would keep;
+* pruned-edge correctness — among labelled edges the pipeline pruned, share the majority would prune;
+* unanimous — among edges with ≥ 2 auditors, share where all auditors agree;
+* Fleiss' κ — over edges with ≥ 2 auditors, categories keep / prune (:func:`fleiss_kappa`).
+
+:class:`AuditStore` is the only part with side effects (one SQLite file).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+VERDICTS = ("agree", "disagree")
+MAX_NOTE = 2000
+MAX_AUDITOR = 80
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One auditor's verdict on one edge decision of one run."""
+
+    run_id: str
+    citing: str
+    cited: str
+    auditor: str
+    verdict: str  # "agree" | "disagree"
+    pipeline_kept: bool
+    note: str = ""
+    created_at: str = ""
+
+    @property
+    def human_keep(self) -> bool:
+        """The auditor's own judgement: keep the edge?"""
+        return self.pipeline_kept if self.verdict == "agree" else not self.pipeline_kept
+
+
+def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
+    """Fleiss' κ for N items × k categories, ``counts[i][j]`` = raters putting item i in category j.
+
+    κ = (P̄ − P̄ₑ) / (1 − P̄ₑ) with P_i = (Σ_j n_ij² − n_i) / (n_i (n_i − 1)), P̄ the mean of
+    P_i, p_j = Σ_i n_ij / Σ_i n_i and P̄ₑ = Σ_j p_j². With the same number of raters per item
+    this is Fleiss (1971); items may have different numbers of raters (each ≥ 2), in which case
+    p_j pools all ratings. Returns 1.0 when P̄ₑ = 1 (every rating in one category: perfect
+    but uninformative agreement). Raises :class:`InputError` on no items or an item with < 2 raters.
+
+    >>> round(fleiss_kappa([[2, 0], [0, 2], [1, 1]]), 4)
+    0.1111
+    """
+    if not counts:
+        raise InputError("Fleiss' κ needs at least one item rated by two or more raters")
+    width = len(counts[0])
+    totals = [0] * width
+    p_items: list[float] = []
+    n_ratings = 0
+    for row in counts:
+        if len(row) != width:
+            raise InputError("every item needs a count for every category")
+        if any(c < 0 for c in row):
+            raise InputError("rating counts must be non-negative")
+        n = sum(row)
+        if n < 2:
+            raise InputError("every item needs at least two ratings for Fleiss' κ")
+        p_items.append((sum(c * c for c in row) - n) / (n * (n - 1)))
+        for j, c in enumerate(row):
+            totals[j] += c
+        n_ratings += n
+    p_bar = sum(p_items) / len(p_items)
+    p_e = sum((t / n_ratings) ** 2 for t in totals)
+    if p_e >= 1.0:
+        return 1.0
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+@dataclass
+class AuditSummary:
+    """Table 5 measures over a set of verdicts; ``None`` where the denominator is 0."""
+
+    verdicts: int
+    auditors: int
+    edges: int
+    labelled_edges: int  # edges with a majority (no tie)
+    agreement: float | None
+    retained_precision: float | None
+    retained_n: int
+    pruned_correctness: float | None
+    pruned_n: int
+    multi_rated_edges: int
+    unanimous: float | None
+    fleiss_kappa: float | None
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def summarize(verdicts: Iterable[Verdict]) -> AuditSummary:
+    """The Table 5 measures for ``verdicts`` (one per auditor per edge; later duplicates win)."""
+    latest: dict[tuple[str, str, str, str], Verdict] = {}
+    for v in verdicts:
+        latest[(v.run_id, v.citing, v.cited, v.auditor)] = v
+    per_edge: dict[tuple[str, str, str], list[Verdict]] = defaultdict(list)
+    for v in latest.values():
+        per_edge[(v.run_id, v.citing, v.cited)].append(v)
+    labelled = agree = kept_n = kept_ok = pruned_n = pruned_ok = 0
+    multi: list[list[int]] = []
+    unanimous = 0
+    for vs in per_edge.values():
+        keep_votes = sum(v.human_keep for v in vs)
+        prune_votes = len(vs) - keep_votes
+        pipeline_kept = vs[0].pipeline_kept
+        if len(vs) >= 2:
+            multi.append([keep_votes, prune_votes])
+            unanimous += keep_votes == 0 or prune_votes == 0
+        if keep_votes == prune_votes:
+            continue
+        majority_keep = keep_votes > prune_votes
+        labelled += 1
+        agree += majority_keep == pipeline_kept
+        if pipeline_kept:
+            kept_n += 1
+            kept_ok += majority_keep
+        else:
+            pruned_n += 1
+            pruned_ok += not majority_keep
+    return AuditSummary(
+        verdicts=len(latest),
+        auditors=len({v.auditor for v in latest.values()}),
+        edges=len(per_edge),
+        labelled_edges=labelled,
+        agreement=_ratio(agree, labelled),
+        retained_precision=_ratio(kept_ok, kept_n),
+        retained_n=kept_n,
+        pruned_correctness=_ratio(pruned_ok, pruned_n),
+        pruned_n=pruned_n,
+        multi_rated_edges=len(multi),
+        unanimous=_ratio(unanimous, len(multi)),
+        fleiss_kappa=fleiss_kappa(multi) if multi else None,
+    )
+
+
+CSV_COLUMNS = ("run_id", "citing", "cited", "auditor", "verdict", "pipeline_decision", "auditor_judgement",
+               "note", "created_at")
+
+
+def verdicts_csv(verdicts: Iterable[Verdict]) -> str:
+    """Verdicts as CSV (header ``CSV_COLUMNS``); notes starting with ``= + - @`` are quoted with ``'``."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for v in verdicts:
+        note = "'" + v.note if v.note[:1] in ("=", "+", "-", "@") else v.note
+        w.writerow([v.run_id, v.citing, v.cited, v.auditor, v.verdict, "kept" if v.pipeline_kept else "pruned",
+                    "keep" if v.human_keep else "prune", note, v.created_at])
+    return buf.getvalue()
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS verdicts (
+    run_id TEXT NOT NULL,
+    citing TEXT NOT NULL,
+    cited TEXT NOT NULL,
+    auditor TEXT NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('agree', 'disagree')),
+    pipeline_kept INTEGER NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, citing, cited, auditor)
+)
+"""
+
+
+class AuditStore:
+    """Verdicts in one SQLite file (default ``<runs dir>/audit.sqlite``); one row per run/edge/auditor."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as con:
+            con.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=10)
+        con.execute("PRAGMA journal_mode=WAL")
+        return con
+
+    def record(self, run_id: str, citing: str, cited: str, auditor: str, verdict: str, pipeline_kept: bool,
+               note: str = "", now: _dt.datetime | None = None) -> Verdict:
+        """Insert or replace this auditor's verdict on the edge; raise :class:`InputError` on bad input."""
+        auditor = " ".join(str(auditor).split())
+        if not auditor:
+            raise InputError("enter an auditor name before recording a verdict")
+        if len(auditor) > MAX_AUDITOR:
+            raise InputError(f"the auditor name is longer than {MAX_AUDITOR} characters")
+        if verdict not in VERDICTS:
+            raise InputError(f"a verdict is 'agree' or 'disagree' (got {verdict!r})")
+        note = str(note or "").strip()
+        if len(note) > MAX_NOTE:
+            raise InputError(f"the note is longer than {MAX_NOTE} characters")
+        if not run_id or not citing or not cited:
+            raise InputError("a verdict needs the run and both ends of the edge")
+        stamp = (now or _dt.datetime.now(_dt.UTC)).isoformat(timespec="seconds")
+        v = Verdict(run_id, citing, cited, auditor, verdict, bool(pipeline_kept), note, stamp)
+        with self._connect() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (v.run_id, v.citing, v.cited, v.auditor, v.verdict, int(v.pipeline_kept), v.note, v.created_at),
+            )
+        return v
+
+    def delete(self, run_id: str, citing: str, cited: str, auditor: str) -> None:
+        with self._connect() as con:
+            con.execute("DELETE FROM verdicts WHERE run_id=? AND citing=? AND cited=? AND auditor=?",
+                        (run_id, citing, cited, auditor))
+
+    def verdicts(self, run_id: str | None = None, auditor: str | None = None) -> list[Verdict]:
+        """Stored verdicts, optionally of one run and/or one auditor, oldest first."""
+        sql = "SELECT run_id, citing, cited, auditor, verdict, pipeline_kept, note, created_at FROM verdicts"
+        where, args = [], []
+        if run_id is not None:
+            where.append("run_id = ?")
+            args.append(run_id)
+        if auditor is not None:
+            where.append("auditor = ?")
+            args.append(auditor)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at, rowid"
+        with self._connect() as con:
+            rows = con.execute(sql, args).fetchall()
+        return [Verdict(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in rows]
+
+    def verdict_for(self, run_id: str, citing: str, cited: str, auditor: str) -> Verdict | None:
+        for v in self.verdicts(run_id, auditor):
+            if v.citing == citing and v.cited == cited:
+                return v
+        return None

@@ -1,0 +1,171 @@
+"""Exports of a run: ranked list as BibTeX / RIS / CSV, evidence graph as GraphML, trace as JSON.
+
+Pure functions ``RunTrace -> str``. Nothing here reads secrets: a trace holds
+none, and exports only copy paper metadata, scores and edge decisions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable
+
+from . import trace as trace_io
+from .records import Paper, RankedPaper
+from .trace import RunTrace
+
+# BibTeX/LaTeX special characters → their literal-text commands (backslash first, so it is not doubled).
+_BIBTEX_ESCAPES: tuple[tuple[str, str], ...] = (
+    ("\\", r"\textbackslash{}"),
+    ("{", r"\{"),
+    ("}", r"\}"),
+    ("&", r"\&"),
+    ("%", r"\%"),
+    ("$", r"\$"),
+    ("#", r"\#"),
+    ("_", r"\_"),
+    ("~", r"\textasciitilde{}"),
+    ("^", r"\textasciicircum{}"),
+)
+_BIBTEX_RE = re.compile("|".join(re.escape(c) for c, _ in _BIBTEX_ESCAPES))
+_BIBTEX_MAP = dict(_BIBTEX_ESCAPES)
+
+
+def bibtex_escape(text: str) -> str:
+    """``text`` as literal BibTeX field content: ``\\ { } & % $ # _ ~ ^`` escaped, whitespace collapsed."""
+    return _BIBTEX_RE.sub(lambda m: _BIBTEX_MAP[m.group(0)], " ".join(str(text).split()))
+
+
+def _key(paper: Paper, used: set[str]) -> str:
+    first = paper.authors[0] if paper.authors else "anon"
+    surname = re.sub(r"[^A-Za-z]", "", first.split()[-1] if first.split() else "anon").lower() or "anon"
+    base = f"{surname}{paper.year or ''}_{re.sub(r'[^A-Za-z0-9]', '', paper.id)}"
+    key, i = base, 2
+    while key in used:
+        key, i = f"{base}_{i}", i + 1
+    used.add(key)
+    return key
+
+
+def _arxiv_id(paper: Paper) -> str:
+    for name, value in paper.external_ids:
+        if name.lower() == "arxiv":
+            return value
+    return ""
+
+
+def _ranked(trace: RunTrace, k: int | None) -> list[tuple[RankedPaper, Paper]]:
+    papers = {n.paper.id: n.paper for n in trace.nodes}
+    rows = trace.results[:k] if k else trace.results
+    return [(r, papers[r.paper_id]) for r in rows if r.paper_id in papers]
+
+
+def to_bibtex(trace: RunTrace, k: int | None = None) -> str:
+    """The ranked list as BibTeX (``@article`` with a venue, else ``@misc``), rank and score in ``note``."""
+    used: set[str] = set()
+    out: list[str] = []
+    for r, p in _ranked(trace, k):
+        kind = "article" if p.venue else "misc"
+        fields: list[tuple[str, str]] = [("title", p.title)]
+        if p.authors:
+            fields.append(("author", " and ".join(p.authors)))
+        if p.year:
+            fields.append(("year", str(p.year)))
+        if p.venue:
+            fields.append(("journal", p.venue))
+        arxiv = _arxiv_id(p)
+        if arxiv:
+            fields += [("eprint", arxiv), ("archiveprefix", "arXiv")]
+        for name, value in p.external_ids:
+            if name.lower() == "doi":
+                fields.append(("doi", value))
+        if p.url:
+            fields.append(("url", p.url))
+        fields.append(("note", f"Crase rank {r.rank}, score {r.score:.6g}"))
+        body = ",\n".join(f"  {name} = {{{bibtex_escape(value)}}}" for name, value in fields)
+        out.append(f"@{kind}{{{_key(p, used)},\n{body}\n}}\n")
+    return "\n".join(out)
+
+
+def _ris_line(tag: str, value: str) -> str:
+    return f"{tag}  - {' '.join(str(value).split())}"
+
+
+def to_ris(trace: RunTrace, k: int | None = None) -> str:
+    """The ranked list as RIS (``JOUR`` with a venue, else ``GEN``); one ``AU`` line per author."""
+    lines: list[str] = []
+    for r, p in _ranked(trace, k):
+        lines.append(_ris_line("TY", "JOUR" if p.venue else "GEN"))
+        lines.append(_ris_line("TI", p.title))
+        lines += [_ris_line("AU", a) for a in p.authors]
+        if p.year:
+            lines.append(_ris_line("PY", str(p.year)))
+        if p.venue:
+            lines.append(_ris_line("JO", p.venue))
+        if p.abstract:
+            lines.append(_ris_line("AB", p.abstract))
+        if p.url:
+            lines.append(_ris_line("UR", p.url))
+        for name, value in p.external_ids:
+            lines.append(_ris_line("DO" if name.lower() == "doi" else "M1", value if name.lower() == "doi" else f"{name}:{value}"))
+        lines.append(_ris_line("N1", f"Crase rank {r.rank}, score {r.score:.6g}"))
+        lines.append(_ris_line("ID", p.id))
+        lines.append("ER  - ")
+        lines.append("")
+    return "\r\n".join(lines)
+
+
+CSV_COLUMNS = ("rank", "score", "id", "title", "year", "authors", "venue", "url", "seed", "reason")
+
+
+def to_csv(trace: RunTrace, k: int | None = None) -> str:
+    """The ranked list as CSV with header ``CSV_COLUMNS``; authors joined by ``"; "``.
+
+    Cells starting with ``= + - @`` get a leading ``'`` so spreadsheets do not run them as formulas.
+    """
+
+    def cell(value: object) -> str:
+        s = "" if value is None else str(value)
+        return "'" + s if s[:1] in ("=", "+", "-", "@") else s
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r, p in _ranked(trace, k):
+        w.writerow([r.rank, f"{r.score:.8g}", cell(p.id), cell(p.title), p.year or "", cell("; ".join(p.authors)),
+                    cell(p.venue), cell(p.url), cell(r.seed or ""), cell(r.reason)])
+    return buf.getvalue()
+
+
+def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
+    """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
+    edges with Δ, age factor, weight, kept and the decision. ``include_pruned=False`` keeps the pruned graph only."""
+    import networkx as nx
+
+    g = nx.DiGraph(query=trace.query, run_id=trace.run_id, ranker=trace.ranking.ranker)
+    for n in trace.nodes:
+        if not include_pruned and not n.kept:
+            continue
+        p = n.paper
+        g.add_node(p.id, title=p.title, year=p.year or 0, authors="; ".join(p.authors), venue=p.venue, url=p.url,
+                   role=n.role, kept=n.kept, score=float(n.score), rank=n.rank or 0, prune_reason=n.prune_reason)
+    for e in trace.edges:
+        if not include_pruned and not e.kept:
+            continue
+        if e.citing in g and e.cited in g:
+            g.add_edge(e.citing, e.cited, delta=float(e.delta), age_factor=float(e.age_factor),
+                       weight=float(e.weight), kept=e.kept, decision=e.decision)
+    return "\n".join(nx.generate_graphml(g, encoding="utf-8", prettyprint=True)) + "\n"
+
+
+def to_json(trace: RunTrace) -> str:
+    """The full trace (reopens in the app with :func:`crase_core.trace.loads`)."""
+    return trace_io.dumps(trace)
+
+
+def filename_stem(trace: RunTrace, words: int = 5) -> str:
+    """A download file name stem from the query: ``crase-<first words>-<run id>``."""
+    tokens: Iterable[str] = re.findall(r"[A-Za-z0-9]+", trace.query.lower())
+    stem = "-".join(list(tokens)[:words]) or "run"
+    return f"crase-{stem}-{trace.run_id[:8] or 'trace'}"

@@ -1,0 +1,80 @@
+"""Audit: agree / disagree with edge decisions; agreement, retained-edge precision, pruned-edge correctness, κ."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import streamlit as st
+
+from crase_core.audit import summarize, verdicts_csv
+from crase_core.ui_support import short_title
+from pages._shared import audit_store, current_trace, edge_inspector, guarded, page_header, run_caption
+
+page_header("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
+            "(SQLite next to the runs folder) and summarised like the paper's Table 5.")
+trace = current_trace()
+if trace is None:
+    st.stop()
+run_caption(trace)
+store = audit_store()
+auditor = st.session_state.get("auditor", "").strip()
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+scope = st.radio("Statistics over", ["this run", "all runs"], horizontal=True, key="audit_scope")
+verdicts = guarded(lambda: store.verdicts(trace.run_id if scope == "this run" else None), "Could not read verdicts")
+verdicts = verdicts or []
+s = summarize(verdicts)
+c = st.columns(6)
+c[0].metric("verdicts", s.verdicts, help=f"{s.edges} edges by {s.auditors} auditor(s)")
+c[1].metric("agreement", pct(s.agreement), help="Pipeline decision = majority human judgement "
+            f"(over {s.labelled_edges} edges with a majority; ties excluded).")
+c[2].metric("retained-edge precision", pct(s.retained_precision),
+            help=f"Of {s.retained_n} kept edges, the share the majority would keep.")
+c[3].metric("pruned-edge correctness", pct(s.pruned_correctness),
+            help=f"Of {s.pruned_n} pruned edges, the share the majority would prune.")
+c[4].metric("unanimous", pct(s.unanimous), help=f"Edges rated by ≥ 2 auditors ({s.multi_rated_edges}) where all agree.")
+c[5].metric("Fleiss' κ", "–" if s.fleiss_kappa is None else f"{s.fleiss_kappa:.3f}",
+            help="Inter-auditor agreement on keep / prune, over edges rated by two or more auditors.")
+
+left, right = st.columns([1, 1.25], gap="large")
+with left:
+    st.markdown("#### Audit queue")
+    if not auditor:
+        st.warning("Enter your auditor name in the sidebar to record verdicts.", icon=":material/edit:")
+    n = st.slider("Edges in the queue (half kept, half pruned; a fixed random sample)", 4, 100, 20, 2, key="audit_n")
+    rng = random.Random(trace.run_id)
+    kept = [e for e in trace.edges if e.kept]
+    pruned = [e for e in trace.edges if not e.kept]
+    queue = rng.sample(kept, min(len(kept), n // 2)) + rng.sample(pruned, min(len(pruned), n - min(len(kept), n // 2)))
+    rng.shuffle(queue)
+    titles = {x.paper.id: x.paper.title for x in trace.nodes}
+    mine = {(v.citing, v.cited): v.verdict for v in verdicts if v.auditor == auditor and v.run_id == trace.run_id}
+    qdf = pd.DataFrame([{"done": "✓" if (e.citing, e.cited) in mine else "", "citing": short_title(titles[e.citing], 45),
+                         "cited": short_title(titles[e.cited], 45), "decision": "kept" if e.kept else "pruned"}
+                        for e in queue])
+    st.caption("Decisions are shown; cover the column with a sticky note if you want to audit blind.")
+    ev = st.dataframe(qdf, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                      key="audit_queue", height=min(36 * len(queue) + 40, 560))
+    rows = ev.selection.rows if ev is not None else []
+    st.markdown("#### Verdicts")
+    if verdicts:
+        vdf = pd.DataFrame([{"auditor": v.auditor, "citing": v.citing, "cited": v.cited, "verdict": v.verdict,
+                             "pipeline": "kept" if v.pipeline_kept else "pruned", "note": v.note, "when": v.created_at}
+                            for v in verdicts])
+        st.dataframe(vdf, hide_index=True, width="stretch")
+        st.download_button("Export verdicts (CSV)", verdicts_csv(verdicts), file_name="crase-audit.csv",
+                           mime="text/csv", icon=":material/download:")
+    else:
+        st.caption("No verdicts yet.")
+with right, st.container(border=True):
+    if rows:
+        e = queue[rows[0]]
+        edge_inspector(trace, e.citing, e.cited, key="auditpage")
+    else:
+        st.info("Select an edge in the audit queue to judge it. You can also record verdicts from the "
+                "edge inspector on the Evidence graph page.", icon=":material/arrow_back:")

@@ -1,0 +1,372 @@
+"""Streamlit building blocks shared by the Crase pages (presentation only, no pipeline logic).
+
+Everything computed here comes from :mod:`crase_core`; this module lays it out.
+Session state keys: ``trace`` (the open RunTrace), ``run_name``, ``selected``
+(``{"kind": "edge", "citing", "cited"}`` or ``{"kind": "node", "id"}``), ``auditor``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+import streamlit.components.v1 as components
+
+from crase_core import export
+from crase_core.audit import AuditStore
+from crase_core.errors import CraseError
+from crase_core.records import EdgeRecord
+from crase_core.runtime import BACKEND_FACTORIES, SOURCE_FACTORIES, RuntimeConfig, build_engine
+from crase_core.trace import RunTrace
+from crase_core.ui_support import (
+    ROLE_COLOURS,
+    ROLE_LABELS,
+    RunStore,
+    authors_line,
+    md_escape,
+    node_role,
+    short_title,
+)
+
+log = logging.getLogger("crase.app")
+ROOT = Path(__file__).resolve().parent.parent
+COMPONENT_DIR = ROOT / "assets" / "ui" / "graph_component"
+T = TypeVar("T")
+
+# Options each known source/backend reads from RuntimeConfig.options (never a key: keys come from the environment).
+OPTION_FIELDS: dict[str, list[tuple[str, str, str, str]]] = {
+    # name: [(option key, label, default, help)]
+    "openai": [
+        ("base_url", "Endpoint base URL", "http://127.0.0.1:8080/v1",
+         "OpenAI-compatible server (vLLM, llama.cpp, Ollama). The API key is read from the environment, never from here."),
+        ("model", "Model name", "", "Model id as the server names it."),
+    ],
+    "s2": [("rate", "Requests per second", "1.0", "Client-side rate limit for the Semantic Scholar API.")],
+}
+SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API"}
+BACKEND_LABELS = {"offline": "Offline (lexical, no model download)", "openai": "OpenAI-compatible endpoint"}
+
+
+# --- resources (shared across sessions: read-only) -------------------------------------------------------
+@st.cache_resource(show_spinner="Opening the paper source and model backend…")
+def get_engine(source: str, backend: str, options_json: str) -> Any:
+    """One engine per (source, backend, options); sources and backends are read-only, so sessions share it."""
+    return build_engine(RuntimeConfig(source=source, backend=backend, options=json.loads(options_json)))
+
+
+def run_store() -> RunStore:
+    return RunStore()
+
+
+def audit_store() -> AuditStore:
+    return AuditStore(run_store().directory / "audit.sqlite")
+
+
+graph_component = components.declare_component("crase_graph", path=str(COMPONENT_DIR))
+
+
+# --- errors ----------------------------------------------------------------------------------------------------
+def guarded(fn: Callable[[], T], what: str) -> T | None:
+    """Run ``fn``; show a CraseError as its message, anything else as a short generic message (logged)."""
+    try:
+        return fn()
+    except CraseError as e:
+        st.error(f"{what}: {e}", icon=":material/error:")
+    except Exception:
+        log.exception("unexpected error while %s", what)
+        st.error(f"{what}: an unexpected error occurred (details are in the server log).", icon=":material/error:")
+    return None
+
+
+# --- page scaffolding ------------------------------------------------------------------------------------------
+CSS = """
+<style>
+.block-container {padding-top: 2.2rem; padding-bottom: 3rem; max-width: 1500px;}
+h1 {font-weight: 700; letter-spacing: -0.01em;}
+[data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
+[data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}
+.crase-legend {display:flex; gap:1.1rem; flex-wrap:wrap; font-size:0.86rem; color:#4a5560; margin:.2rem 0 .4rem 0;}
+.crase-legend span.dot {display:inline-block; width:.8rem; height:.8rem; border-radius:50%; margin-right:.35rem; vertical-align:-1px;}
+.crase-legend span.line {display:inline-block; width:1.6rem; height:0; border-top:3px solid #1d3557; margin-right:.35rem; vertical-align:3px;}
+.crase-legend span.dash {display:inline-block; width:1.6rem; height:0; border-top:2px dashed #d08c7f; margin-right:.35rem; vertical-align:3px;}
+</style>
+"""
+
+
+def page_header(title: str, subtitle: str) -> None:
+    st.markdown(CSS, unsafe_allow_html=True)  # static CSS only, no user text
+    st.title(title)
+    st.caption(subtitle)
+
+
+def current_trace() -> RunTrace | None:
+    """The run open in this browser session, or a pointer to the Search page."""
+    trace = st.session_state.get("trace")
+    if trace is None:
+        st.info("No run is open yet. Run a query on the **Search** page, or open a saved run on the **Runs** page.",
+                icon=":material/search:")
+    return trace
+
+
+def open_trace(trace: RunTrace, name: str) -> None:
+    st.session_state["trace"] = trace
+    st.session_state["run_name"] = name
+    st.session_state["selected"] = None
+
+
+def run_caption(trace: RunTrace) -> None:
+    c = trace.stage_counts()
+    st.caption(
+        f"Query: {md_escape(trace.query)}  \n"
+        f"{c['seeds']} seeds ({c['seeds_kept']} kept) · |V| {c['nodes']:,} ({c['nodes_kept']:,} kept) · "
+        f"|E| {c['edges']:,} ({c['edges_kept']:,} kept) · ranker {md_escape(trace.ranking.ranker)} · "
+        f"source {md_escape(trace.source)} · backend {md_escape(trace.backend.get('backend', '?'))} · "
+        f"run {md_escape(trace.run_id)}"
+    )
+
+
+def legend() -> None:
+    items = "".join(
+        f'<span><span class="dot" style="background:{ROLE_COLOURS[r]}"></span>{ROLE_LABELS[r]}</span>'
+        for r in ("seed_kept", "seed_pruned", "expanded", "expanded_pruned")
+    )
+    items += '<span><span class="line"></span>kept edge (darker, thicker = higher Δ)</span>'
+    items += '<span><span class="dash"></span>pruned edge (Δ ≤ τ)</span>'
+    st.markdown(f'<div class="crase-legend">{items}</div>', unsafe_allow_html=True)  # constant text only
+
+
+# --- settings ----------------------------------------------------------------------------------------------------
+def runtime_form(prefix: str = "rt") -> tuple[str, str, dict[str, Any]]:
+    """Source, backend and their options, from the runtime registries (new ones appear when they register)."""
+    sources, backends = sorted(SOURCE_FACTORIES), sorted(BACKEND_FACTORIES)
+    c1, c2 = st.columns(2)
+    source = c1.selectbox("Paper source", sources, index=sources.index("local") if "local" in sources else 0,
+                          format_func=lambda s: SOURCE_LABELS.get(s, s), key=f"{prefix}_source",
+                          help="Where seeds, references and citers come from. Registered sources: " + ", ".join(sources))
+    backend = c2.selectbox("Model backend", backends, index=backends.index("offline") if "offline" in backends else 0,
+                           format_func=lambda b: BACKEND_LABELS.get(b, b), key=f"{prefix}_backend",
+                           help="What plans sub-queries, extracts claims and scores entailment. Registered: "
+                           + ", ".join(backends))
+    options: dict[str, Any] = {}
+    for name in (source, backend):
+        for opt, label, default, help_text in OPTION_FIELDS.get(name, []):
+            value = st.text_input(label, value=default, help=help_text, key=f"{prefix}_{name}_{opt}")
+            if value.strip():
+                options[opt] = value.strip()
+    return source, backend, options
+
+
+# --- inspectors --------------------------------------------------------------------------------------------------
+def _safe_url(url: str) -> str | None:
+    return url if url.startswith(("https://", "http://")) and " " not in url and ")" not in url else None
+
+
+def paper_line(trace: RunTrace, pid: str) -> str:
+    n = trace.node(pid)
+    return f"{md_escape(n.paper.title)} ({n.paper.year or 'n.d.'})"
+
+
+def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None) -> pd.DataFrame:
+    cs = trace.claims.get(pid)
+    rows = []
+    for i, c in enumerate(cs.claims if cs else []):
+        row = {"claim": c.id, "type": c.type.lower(), "text": c.text, "source phrase": c.source_phrase,
+               "verbatim": "yes" if c.verbatim else "NO"}
+        if supported is not None:
+            row = {"supported": ("✓" if supported[i] else "✗") if i < len(supported) else "–", **row}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def matrix_chart(edge: EdgeRecord, theta: float, citing_ids: list[str], cited_ids: list[str]) -> alt.LayerChart:
+    """Heat map of M (rows: citing claims, columns: cited claims), θ marked on the scale and by outlines."""
+    rows = []
+    for i, row in enumerate(edge.matrix):
+        mark = "✓" if i < len(edge.supported) and edge.supported[i] else "✗"
+        for j, v in enumerate(row):
+            rows.append({
+                "citing claim": f"{citing_ids[i] if i < len(citing_ids) else f'c{i + 1}'} {mark}",
+                "cited claim": cited_ids[j] if j < len(cited_ids) else f"c{j + 1}",
+                "ent": float(v),
+                "≥ θ": v >= theta,
+            })
+    df = pd.DataFrame(rows)
+    y_order = list(dict.fromkeys(df["citing claim"])) if not df.empty else []
+    x_order = list(dict.fromkeys(df["cited claim"])) if not df.empty else []
+    base = alt.Chart(df).encode(
+        x=alt.X("cited claim:N", sort=x_order, title="cited paper's claims (v)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("citing claim:N", sort=y_order, title="citing paper's claims (u)"),
+    )
+    scale = alt.Scale(domain=[0, theta, 1], range=["#f4f6f8", "#9ecae1", "#08306b"])
+    rect = base.mark_rect().encode(
+        color=alt.Color("ent:Q", scale=scale, title=f"ent (θ = {theta:g})",
+                        legend=alt.Legend(values=[0, theta, 1], gradientLength=140)),
+        tooltip=[alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"), alt.Tooltip("ent:Q", format=".3f")],
+    )
+    outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
+    text = base.mark_text(fontSize=12).encode(
+        text=alt.Text("ent:Q", format=".2f"),
+        color=alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933")),
+    )
+    n_rows = max(1, len(edge.matrix))
+    return (rect + outline + text).properties(height=min(46 * n_rows + 20, 420))
+
+
+def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = True, key: str = "insp") -> None:
+    try:
+        e = trace.edge(citing, cited)
+    except KeyError:
+        st.warning("That edge is not part of this run.")
+        return
+    u, v = trace.node(citing), trace.node(cited)
+    st.markdown(f"##### Edge `{md_escape(citing)}` → `{md_escape(cited)}`")
+    st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}")
+    (st.success if e.kept else st.error)(f"Decision — {e.decision}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
+    k, n = sum(e.supported), len(e.supported)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Δ (coverage)", f"{e.delta:.3f}", help="Δ(u,v) = share of u's claims supported by some claim of v at θ (Eq. 4).")
+    m2.metric("supported", f"{k} of {n}", help="Citing claims i with max_j M[i][j] ≥ θ (Eq. 3).")
+    m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
+              f"{trace.reference_year}, β = {trace.settings.beta:g}.")
+    m4.metric("weight w", f"{e.weight:.3f}", help="w(u→v) = Δ · age(v)^(−β) (Eq. 5); 0 for a pruned edge.")
+    if e.error:
+        st.warning(f"Scoring failed for this edge: {md_escape(e.error)}")
+    cu = trace.claims.get(citing)
+    cv = trace.claims.get(cited)
+    if e.matrix:
+        st.markdown(f"**Entailment matrix** M[i][j] = ent(claim i of u | claim j of v), "
+                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ θ = {trace.settings.theta:g}")
+        st.altair_chart(
+            matrix_chart(e, trace.settings.theta, [c.id for c in cu.claims] if cu else [],
+                         [c.id for c in cv.claims] if cv else []),
+            width="stretch",
+        )
+    else:
+        st.caption("No matrix: one of the papers has no claims.")
+    st.markdown("**Citation context**")
+    if e.contexts:
+        for ctx in e.contexts:
+            st.markdown(f"> {md_escape(ctx)}")
+    else:
+        st.caption("The paper source has no citing sentence for this edge.")
+    st.markdown(f"**Claims of u** — {md_escape(short_title(u.paper.title, 80))}")
+    st.dataframe(claims_frame(trace, citing, e.supported), hide_index=True, width="stretch")
+    st.markdown(f"**Claims of v** — {md_escape(short_title(v.paper.title, 80))}")
+    st.dataframe(claims_frame(trace, cited), hide_index=True, width="stretch")
+    if audit:
+        audit_form(trace, e, key=key)
+
+
+def audit_form(trace: RunTrace, e: EdgeRecord, key: str) -> None:
+    """Agree / disagree with this edge's decision, stored per auditor in SQLite."""
+    st.markdown("**Audit this decision**")
+    auditor = st.session_state.get("auditor", "").strip()
+    if not auditor:
+        st.caption("Enter your auditor name in the sidebar to record verdicts.")
+        return
+    store = audit_store()
+    prior = store.verdict_for(trace.run_id, e.citing, e.cited, auditor)
+    if prior:
+        st.caption(f"Your verdict: **{prior.verdict}**" + (f" — {md_escape(prior.note)}" if prior.note else "")
+                   + f" ({prior.created_at})")
+    with st.form(key=f"{key}_audit_{e.citing}_{e.cited}", border=True):
+        choice = st.radio("The pipeline's decision is…", ["agree", "disagree"], horizontal=True,
+                          index=0 if not prior or prior.verdict == "agree" else 1,
+                          format_func=lambda x: "right (agree)" if x == "agree" else "wrong (disagree)")
+        note = st.text_input("Note (optional)", value=prior.note if prior else "", max_chars=2000)
+        if st.form_submit_button("Record verdict", type="primary"):
+            saved = guarded(lambda: store.record(trace.run_id, e.citing, e.cited, auditor, choice, e.kept, note),
+                            "Could not record the verdict")
+            if saved:
+                st.toast(f"Recorded: {saved.verdict}")
+                st.rerun()
+
+
+def node_inspector(trace: RunTrace, pid: str) -> None:
+    try:
+        n = trace.node(pid)
+    except KeyError:
+        st.warning("That paper is not part of this run.")
+        return
+    p = n.paper
+    role = node_role(n)
+    st.markdown(f"##### {md_escape(p.title)}")
+    url = _safe_url(p.url)
+    st.markdown(f"{p.year or 'n.d.'} · {md_escape(authors_line(list(p.authors), 6))}"
+                + (f" · {md_escape(p.venue)}" if p.venue else "") + (f" · [{md_escape(p.id)}]({url})" if url else
+                                                                     f" · `{md_escape(p.id)}`"))
+    st.markdown(f'<span style="color:{ROLE_COLOURS[role]};font-weight:600">● {ROLE_LABELS[role]}</span>',
+                unsafe_allow_html=True)  # role label is our constant text
+    m1, m2, m3 = st.columns(3)
+    m1.metric("score", f"{n.score:.4f}" if n.kept else "–")
+    m2.metric("rank", str(n.rank) if n.rank else "–")
+    ins = [e for e in trace.edges if e.cited == pid]
+    outs = [e for e in trace.edges if e.citing == pid]
+    m3.metric("edges kept", f"{sum(e.kept for e in ins + outs)} of {len(ins) + len(outs)}")
+    seed = next((s for s in trace.seeds if s.paper_id == pid), None)
+    if seed:
+        st.markdown(f"**Seed fate:** {'✓' if seed.fate == 'kept' else '✗'} {md_escape(seed.fate_reason)}")
+        for o in seed.origins:
+            st.markdown(f"- sub-query {o.subquery_index + 1} “{md_escape(o.subquery)}” — relevance #{o.relevance_rank}, "
+                        f"recency #{o.recency_rank} (t = {o.t})")
+    if not n.kept:
+        st.markdown(f"**Pruned:** {md_escape(n.prune_reason)}")
+    result = next((r for r in trace.results if r.paper_id == pid), None)
+    if result:
+        st.markdown(f"**Why it is here:** {md_escape(result.reason)}")
+    if p.abstract:
+        with st.expander("Abstract"):
+            st.markdown(md_escape(p.abstract))
+    st.markdown("**Claims**")
+    cs = trace.claims.get(pid)
+    if cs and cs.error:
+        st.warning(f"Claim extraction failed: {md_escape(cs.error)}")
+    st.dataframe(claims_frame(trace, pid), hide_index=True, width="stretch")
+    st.markdown("**Edges** (select a row to inspect it)")
+    rows = [{"direction": "cites →" if e.citing == pid else "← cited by", "other paper": trace.node(
+        e.cited if e.citing == pid else e.citing).paper.title, "Δ": round(e.delta, 3), "kept": e.kept,
+        "citing": e.citing, "cited": e.cited} for e in outs + ins]
+    rows.sort(key=lambda r: (not r["kept"], -r["Δ"]))
+    df = pd.DataFrame(rows)
+    event = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun",
+                         selection_mode="single-row", key=f"node_edges_{pid}",
+                         column_config={"citing": None, "cited": None})
+    sel = event.selection.rows if event else []
+    if sel:
+        r = rows[sel[0]]
+        st.session_state["selected"] = {"kind": "edge", "citing": r["citing"], "cited": r["cited"]}
+        st.rerun()
+
+
+def inspector(trace: RunTrace, key: str = "insp") -> None:
+    sel = st.session_state.get("selected")
+    if not sel:
+        st.info("Click an edge or a paper in the graph — or select a row of the edge table — to inspect it.",
+                icon=":material/touch_app:")
+        return
+    if sel.get("kind") == "edge":
+        edge_inspector(trace, sel["citing"], sel["cited"], key=key)
+    else:
+        node_inspector(trace, sel["id"])
+
+
+# --- downloads ---------------------------------------------------------------------------------------------------
+def downloads(trace: RunTrace, key: str) -> None:
+    stem = export.filename_stem(trace)
+    cols = st.columns(5)
+    specs = [
+        ("Trace (JSON)", lambda: export.to_json(trace), f"{stem}.json", "application/json"),
+        ("BibTeX", lambda: export.to_bibtex(trace), f"{stem}.bib", "application/x-bibtex"),
+        ("RIS", lambda: export.to_ris(trace), f"{stem}.ris", "application/x-research-info-systems"),
+        ("CSV", lambda: export.to_csv(trace), f"{stem}.csv", "text/csv"),
+        ("Graph (GraphML)", lambda: export.to_graphml(trace), f"{stem}.graphml", "application/graphml+xml"),
+    ]
+    for col, (label, make, name, mime) in zip(cols, specs, strict=True):
+        col.download_button(label, data=make, file_name=name, mime=mime, key=f"{key}_{name}",
+                            width="stretch", icon=":material/download:")
