@@ -1,0 +1,403 @@
+"""HTTP layer of the Semantic Scholar source: settings, rate limit, retries, disk cache.
+
+Contract of :meth:`S2Client.request`:
+
+* every response body is parsed JSON, cached on disk (``diskcache``) under a
+  key made of method, base URL, path, query parameters and body — never the
+  API key — with an expiry of ``cache_ttl_days``; a cache hit sends nothing;
+* requests are spaced by a client-side rate limiter (``rate`` per second);
+* 429 and 5xx answers, timeouts and connection failures are retried up to
+  ``max_retries`` times with exponential backoff and jitter; a ``Retry-After``
+  header is honoured (the wait is at least what the server asks for);
+* 404 returns ``None`` (cached too: an unknown paper stays unknown until the
+  entry expires); 400 raises :class:`S2BadRequest` with the server's message;
+* every other failure raises :class:`~crase_core.errors.SourceError` whose
+  message names Semantic Scholar, says what to do, and never contains the key.
+
+``stats.requests`` counts every HTTP request sent (retries included), which is
+what the pipeline reports as external calls.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import diskcache
+import httpx
+
+from ..cache import cache_root, stable_hash
+from ..errors import InputError, SourceError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.semanticscholar.org/graph/v1"
+API_KEY_ENV = ("S2_API_KEY", "SEMANTIC_SCHOLAR_API_KEY")
+SERVICE = "Semantic Scholar"
+#: appended to every fatal error: what happens to the run and to what was fetched.
+STOPPED = ("The run stopped; responses fetched so far are cached on disk, so re-running "
+           "the query resumes without fetching them again.")
+CACHE_FORMAT = 1
+
+
+def _knob(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class S2Settings:
+    """Knobs of the Semantic Scholar source (``RuntimeConfig.options["s2"]``).
+
+    The API key is not a setting: it is read from ``$S2_API_KEY`` (or
+    ``$SEMANTIC_SCHOLAR_API_KEY``) when the client is built, so no settings
+    object, trace or export can carry it.
+    """
+
+    base_url: str = _knob(DEFAULT_BASE_URL, "Graph API root, e.g. a proxy or a local replay server.")
+    rate: float = _knob(1.0, "Client-side rate limit in requests per second (0: no limit). "
+                             "1/s is the documented limit for a key; keyless use is shared and may see 429s.")
+    timeout: float = _knob(30.0, "Seconds to wait for one HTTP answer before it counts as a timeout (retried).")
+    max_retries: int = _knob(5, "Retries of one request after 429, 5xx, timeout or connection failure.")
+    backoff_base: float = _knob(1.0, "First retry waits about this many seconds; each later one twice as long "
+                                     "(with ±50 % jitter), at least what Retry-After asks for.")
+    backoff_max: float = _knob(60.0, "Upper bound of one backoff wait in seconds (Retry-After excepted).")
+    max_retry_after: float = _knob(300.0, "A Retry-After longer than this many seconds stops the run "
+                                          "instead of waiting.")
+    use_cache: bool = _knob(True, "Cache every response on disk so a re-run makes no new calls.")
+    cache_dir: str | None = _knob(None, "Response cache folder; None: <crase cache>/s2 ($CRASE_CACHE_DIR).")
+    cache_ttl_days: float = _knob(30.0, "Cached responses expire after this many days.")
+    page_size: int = _knob(500, "References/citations per page request (API maximum 1000; halved "
+                                "automatically when the API says a page would exceed its 10 MB limit).")
+    max_neighbor_pages: int = _knob(4, "Pages fetched per paper and relation; a longer list is cut there "
+                                       "(the API's own order) and recorded as truncated in the trace.")
+    batch_size: int = _knob(500, "Ids per POST /paper/batch call (API maximum 500).")
+    on_neighbor_error: str = _knob("stop", "When references/citations of one paper cannot be fetched after "
+                                           "retries: 'stop' the run, or 'skip' that list (recorded as "
+                                           "truncated to 0) and continue. Key errors always stop.")
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.base_url.startswith(("http://", "https://")), f"s2 base_url must be an http(s) URL (got {self.base_url!r})"),
+            (self.rate >= 0, f"s2 rate must be ≥ 0 requests/s (got {self.rate})"),
+            (self.timeout > 0, f"s2 timeout must be > 0 s (got {self.timeout})"),
+            (0 <= self.max_retries <= 20, f"s2 max_retries must be between 0 and 20 (got {self.max_retries})"),
+            (self.backoff_base >= 0 and self.backoff_max >= 0, "s2 backoff times must be ≥ 0"),
+            (self.max_retry_after >= 0, f"s2 max_retry_after must be ≥ 0 (got {self.max_retry_after})"),
+            (self.cache_ttl_days > 0, f"s2 cache_ttl_days must be > 0 (got {self.cache_ttl_days})"),
+            (1 <= self.page_size <= 1000, f"s2 page_size must be between 1 and 1000 (got {self.page_size})"),
+            (self.max_neighbor_pages >= 1, f"s2 max_neighbor_pages must be ≥ 1 (got {self.max_neighbor_pages})"),
+            (1 <= self.batch_size <= 500, f"s2 batch_size must be between 1 and 500 (got {self.batch_size})"),
+            (self.on_neighbor_error in ("stop", "skip"),
+             f"s2 on_neighbor_error must be 'stop' or 'skip' (got {self.on_neighbor_error!r})"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InputError(message)
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any] | S2Settings | None) -> S2Settings:
+        """Settings from a plain dict (unknown keys are an :class:`InputError` naming the valid ones)."""
+        if isinstance(options, S2Settings):
+            return options
+        options = dict(options or {})
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise InputError(f"unknown Semantic Scholar setting(s) {', '.join(unknown)}; "
+                             f"valid: {', '.join(sorted(names))}")
+        try:
+            return cls(**options)
+        except TypeError as e:
+            raise InputError(f"bad Semantic Scholar settings: {e}") from None
+
+    @staticmethod
+    def help(name: str) -> str:
+        for f in fields(S2Settings):
+            if f.name == name:
+                return str(f.metadata.get("help", ""))
+        raise KeyError(name)
+
+
+def api_key_from_env() -> str | None:
+    """The key from ``$S2_API_KEY`` or ``$SEMANTIC_SCHOLAR_API_KEY`` (first non-empty), else None."""
+    for name in API_KEY_ENV:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+class S2BadRequest(SourceError):
+    """HTTP 400: the API refused the request's parameters (message from the API)."""
+
+    def __init__(self, message: str, api_message: str):
+        super().__init__(message)
+        self.api_message = api_message
+
+    @property
+    def too_large(self) -> bool:
+        return "exceed maximum size" in self.api_message.lower()
+
+
+class S2AuthError(SourceError):
+    """HTTP 401/403: the key (or its absence) was refused. Always stops the run."""
+
+
+class S2Unavailable(SourceError):
+    """The service could not answer after every retry (429, 5xx, timeout, network)."""
+
+
+class RateLimiter:
+    """Spaces call starts at least ``1/rate`` seconds apart (thread-safe); rate 0 disables it."""
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self._clock, self._sleep = clock, sleep
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> float:
+        """Block until the next call may start; return the seconds waited."""
+        if self.interval <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        delay = start - now
+        if delay > 0:
+            self._sleep(delay)
+        return delay
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Wait before retry ``attempt`` (0-based): min(cap, base·2^attempt) scaled by a jitter in [0.5, 1]."""
+    return min(cap, base * (2.0 ** attempt)) * rng.uniform(0.5, 1.0)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date); None when absent/unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
+@dataclass
+class S2Stats:
+    """What the client and source did (the source adds the data-quality counters)."""
+
+    requests: int = 0  # HTTP requests sent, retries included (= external calls)
+    cache_hits: int = 0
+    retries: int = 0
+    waited_seconds: float = 0.0  # backoff + Retry-After waits (not the rate limiter)
+    unknown_neighbors: int = 0  # reference/citation entries without a paperId, skipped
+    duplicates_dropped: int = 0
+    truncated_lists: int = 0
+    skipped_lists: int = 0  # neighbour lists given up after errors (on_neighbor_error='skip')
+    not_found: int = 0
+
+
+class ResponseCache:
+    """Parsed JSON responses on disk, with expiry; any cache failure is a miss, never an error."""
+
+    def __init__(self, directory: Path, ttl_seconds: float):
+        self.directory = directory
+        self.ttl = ttl_seconds
+        try:
+            self._cache: diskcache.Cache | None = diskcache.Cache(str(directory), size_limit=2 << 30)
+        except Exception as e:
+            log.warning("Semantic Scholar response cache at %s unavailable (%s); responses are not reused",
+                        directory, type(e).__name__)
+            self._cache = None
+
+    def get(self, key: str) -> Any:
+        if self._cache is None:
+            return None
+        try:
+            return self._cache.get(key, default=None)
+        except Exception as e:
+            log.warning("unreadable Semantic Scholar cache entry (%s); fetching again", type(e).__name__)
+            return None
+
+    def set(self, key: str, value: Any) -> None:
+        if self._cache is None:
+            return
+        try:
+            self._cache.set(key, value, expire=self.ttl)
+        except Exception as e:
+            log.warning("could not write the Semantic Scholar cache (%s)", type(e).__name__)
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+
+
+_NOT_FOUND = {"__s2_status__": 404}
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class S2Client:
+    """Cached, rate-limited, retrying JSON client for the Graph API (see the module docstring)."""
+
+    def __init__(self, settings: S2Settings | None = None, api_key: str | None = None,
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
+                 seed: int | None = None):
+        self.settings = settings or S2Settings()
+        self._api_key = api_key if api_key is not None else api_key_from_env()
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+        self.limiter = RateLimiter(self.settings.rate, sleep=sleep)
+        self.stats = S2Stats()
+        self.base_url = self.settings.base_url.rstrip("/")
+        self._http = httpx.Client(timeout=httpx.Timeout(self.settings.timeout), transport=transport,
+                                  headers={"User-Agent": "crase-explorer/0.1", "Accept": "application/json"})
+        self.cache: ResponseCache | None = None
+        if self.settings.use_cache:
+            folder = Path(self.settings.cache_dir) if self.settings.cache_dir else cache_root() / "s2"
+            self.cache = ResponseCache(folder, self.settings.cache_ttl_days * 86400.0)
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"S2Client(base_url={self.base_url!r}, key={'set' if self._api_key else 'not set'})"
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self._api_key)
+
+    def close(self) -> None:
+        self._http.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _fail(self, message: str, cls: type[SourceError] = SourceError) -> SourceError:
+        return cls(self._redact(f"{SERVICE}: {message} {STOPPED}"))
+
+    def cache_key(self, method: str, path: str, params: dict[str, Any] | None, body: Any) -> str:
+        return "s2|" + stable_hash([CACHE_FORMAT, method, self.base_url, path,
+                                    sorted((k, str(v)) for k, v in (params or {}).items()), body])
+
+    # -- the one entry point --------------------------------------------------------------------
+    def request(self, method: str, path: str, params: dict[str, Any] | None = None, body: Any = None) -> Any:
+        """Parsed JSON of ``method base_url+path``; None for 404 (see the module docstring)."""
+        key = self.cache_key(method, path, params, body)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return None if hit == _NOT_FOUND else hit
+        value = self._fetch(method, path, params, body)
+        if self.cache is not None:
+            self.cache.set(key, _NOT_FOUND if value is None else value)
+        return value
+
+    def _fetch(self, method: str, path: str, params: dict[str, Any] | None, body: Any) -> Any:
+        s = self.settings
+        what = f"{method} {path}"
+        headers = {"x-api-key": self._api_key} if self._api_key else {}
+        attempt = 0
+        while True:
+            self.limiter.wait()
+            self.stats.requests += 1
+            problem: str
+            retry_after: float | None = None
+            try:
+                response = self._http.request(method, self.base_url + path, params=params, json=body,
+                                              headers=headers)
+            except httpx.TimeoutException:
+                problem = f"did not answer {what} within {s.timeout:g} s"
+                hint = "Raise the timeout (--s2-timeout) or try again later."
+            except httpx.TransportError as e:
+                problem = f"could not be reached at {self.base_url} ({type(e).__name__}: {e})"
+                hint = ("Check your internet connection, proxy or --s2-base-url, "
+                        "or run with the local corpus (--source local).")
+            else:
+                status = response.status_code
+                if status == 200:
+                    return self._parse(response, what)
+                if status == 404:
+                    self.stats.not_found += 1
+                    return None
+                if status in (401, 403):
+                    raise self._fail(self._auth_message(status, what), S2AuthError)
+                if status == 400:
+                    api_message = self._api_error(response)
+                    raise S2BadRequest(self._redact(
+                        f"{SERVICE} refused {what} (HTTP 400: {api_message}). This is a bug in the request "
+                        f"Crase built or a change of the API; please report it. {STOPPED}"), api_message)
+                if status not in _RETRY_STATUS:
+                    raise self._fail(f"answered {what} with HTTP {status} ({self._api_error(response)}).")
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                if status == 429:
+                    problem = f"kept answering {what} with HTTP 429 Too Many Requests"
+                    hint = ("Wait a minute and re-run, lower the request rate (--s2-rate), or set S2_API_KEY "
+                            "for a dedicated limit.")
+                else:
+                    problem = f"failed {what} with HTTP {status}"
+                    hint = "The service is having trouble; try again later."
+                if retry_after is not None and retry_after > s.max_retry_after:
+                    raise self._fail(f"{problem}; it asks to wait {retry_after:.0f} s (Retry-After), more than "
+                                     f"the {s.max_retry_after:g} s allowed. {hint}", S2Unavailable)
+            if attempt >= s.max_retries:
+                tries = attempt + 1
+                raise self._fail(f"{problem} ({tries} attempt{'s' if tries > 1 else ''}). {hint}", S2Unavailable)
+            delay = backoff_delay(attempt, s.backoff_base, s.backoff_max, self._rng)
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            log.info("%s: %s; retry %d of %d in %.1f s", SERVICE, problem, attempt + 1, s.max_retries, delay)
+            self.stats.retries += 1
+            self.stats.waited_seconds += delay
+            if delay > 0:
+                self._sleep(delay)
+            attempt += 1
+
+    def _auth_message(self, status: int, what: str) -> str:
+        if self._api_key:
+            return (f"rejected the API key for {what} (HTTP {status}). Check the key in S2_API_KEY "
+                    "(or SEMANTIC_SCHOLAR_API_KEY), or unset it to use the shared keyless limit.")
+        return (f"refused {what} without an API key (HTTP {status}). Set S2_API_KEY to a Semantic Scholar "
+                "API key (https://www.semanticscholar.org/product/api).")
+
+    def _api_error(self, response: httpx.Response) -> str:
+        try:
+            data = response.json()
+            message = data.get("error") or data.get("message") if isinstance(data, dict) else None
+        except (ValueError, UnicodeDecodeError):
+            message = None
+        text = str(message) if message else response.reason_phrase or "no message"
+        return self._redact(text[:300])
+
+    def _parse(self, response: httpx.Response, what: str) -> Any:
+        try:
+            return response.json()
+        except (ValueError, UnicodeDecodeError):
+            raise self._fail(f"returned a response to {what} that is not valid JSON "
+                             f"({len(response.content)} bytes). The service may be degraded; try again later "
+                             "or report it if it persists.") from None
+
+    def malformed(self, what: str, detail: str) -> SourceError:
+        """The error for a JSON answer that does not have the documented shape."""
+        return self._fail(f"returned an answer to {what} that does not have the documented shape ({detail}). "
+                          "The API may have changed or the service is degraded; try again later or report it.")
