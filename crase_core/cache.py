@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -48,15 +49,36 @@ class ResultCache:
     query with tens of thousands of edges cheap.
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None, size_limit: int = 4 << 30):
+    def __init__(self, directory: str | os.PathLike[str] | None = None, size_limit: int = 4 << 30,
+                 memory_items: int = 200_000):
         self.directory = Path(directory) if directory else cache_root() / "results"
         self._cache = diskcache.Cache(str(self.directory), size_limit=size_limit, eviction_policy="least-recently-stored")
+        # an in-process LRU in front of the disk: long-lived processes (the app, evaluation) skip SQLite
+        self._memory: OrderedDict[str, Any] = OrderedDict()
+        self._memory_items = memory_items
+
+    def _remember(self, key: str, value: Any) -> None:
+        if self._memory_items <= 0:
+            return
+        self._memory[key] = value
+        self._memory.move_to_end(key)
+        while len(self._memory) > self._memory_items:
+            self._memory.popitem(last=False)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         keys = list(keys)
         if not keys:
             return found
+        misses = []
+        for key in keys:
+            if key in self._memory:
+                found[key] = self._memory[key]
+            else:
+                misses.append(key)
+        if not misses:
+            return found
+        keys = misses
         try:
             with self._cache.transact():
                 for key in keys:
@@ -67,6 +89,7 @@ class ResultCache:
                         value = None
                     if value is not None:
                         found[key] = value
+                        self._remember(key, value)
         except Exception as e:  # the whole cache unreadable: run without it
             log.warning("result cache unavailable (%s); computing everything", type(e).__name__)
         return found
@@ -74,6 +97,8 @@ class ResultCache:
     def set_many(self, items: dict[str, Any]) -> None:
         if not items:
             return
+        for key, value in items.items():
+            self._remember(key, value)
         try:
             with self._cache.transact():
                 for key, value in items.items():
@@ -93,6 +118,7 @@ class ResultCache:
         return present
 
     def clear(self) -> None:
+        self._memory.clear()
         self._cache.clear()
 
     def close(self) -> None:

@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .affinity import age_years, coverage_affinity, decide_edge, supported_claims, surviving_nodes
 from .backends import ModelBackend
 from .cache import ResultCache, result_key, stable_hash
-from .entailment import validate_matrix
 from .errors import BudgetExceeded, InputError
 from .expansion import expand
 from .ranking import WeightedGraph, get_ranker, top_k
@@ -103,8 +104,29 @@ def claims_key(identity: str, paper: Paper) -> str:
     return result_key("claims", identity, [paper.title, paper.abstract])
 
 
-def matrix_key(identity: str, citing: Sequence[Claim], cited: Sequence[Claim]) -> str:
-    return result_key("matrix", identity, [[c.text for c in citing], [c.text for c in cited]])
+def claims_digest(claims: Sequence[Claim]) -> str:
+    """Hash of a paper's claim texts in order (a matrix's rows/columns follow that order)."""
+    return stable_hash([c.text for c in claims])
+
+
+def matrix_key(identity: str, citing: Sequence[Claim], cited: Sequence[Claim], *,
+               digests: tuple[str, str] | None = None) -> str:
+    """Cache key of edge matrix ``citing × cited`` for scorer ``identity`` (digests may be precomputed)."""
+    du, dv = digests or (claims_digest(citing), claims_digest(cited))
+    return f"matrix|{identity}|{du}|{dv}"
+
+
+def _valid_cached_matrix(value: object, n_u: int, n_v: int) -> list[list[float]] | None:
+    """A cached matrix if it has the right shape and values in [0, 1], else None (treated as a miss)."""
+    if not isinstance(value, list) or len(value) != n_u or any(not isinstance(r, list) or len(r) != n_v for r in value):
+        return None
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if arr.shape != (n_u, n_v) or not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+        return None
+    return value
 
 
 def plan_key(identity: str, query: str, L: int) -> str:
@@ -280,13 +302,15 @@ def run_query(
                 claimsets[n] = _claimset_from_cache(n, ext_id, value)
             except (KeyError, TypeError, ValueError):
                 log.warning("corrupt cached claims for %s; recomputing", n)
+    digests: dict[str, str] = {n: claims_digest(cs.claims) for n, cs in claimsets.items()}
     mkeys_known = {
-        (u, v): matrix_key(sc_id, claimsets[u].claims, claimsets[v].claims)
+        (u, v): matrix_key(sc_id, (), (), digests=(digests[u], digests[v]))
         for u, v in graph.edges
         if u in claimsets and v in claimsets
     }
-    cached_edges = cache.contains_many(mkeys_known.values()) if cache is not None else set()
-    n_cached = (1 if plan.cached else 0) + len(claimsets) + len(cached_edges)
+    # read (not just probe) the cached matrices now: the entailment stage reuses them
+    cached_m = cache.get_many(mkeys_known.values()) if cache is not None else {}
+    n_cached = (1 if plan.cached else 0) + len(claimsets) + len(cached_m)
     total_calls = 1 + len(graph.nodes) + len(graph.edges)
     budget = Budget(total_calls, 1, len(graph.nodes), len(graph.edges), n_cached, total_calls - n_cached)
     if settings.max_model_calls is not None and budget.to_call > settings.max_model_calls:
@@ -325,15 +349,19 @@ def run_query(
 
     # ---- Stage 2: entailment matrices -----------------------------------------------------------------
     t0 = time.perf_counter()
-    mkeys = {(u, v): matrix_key(sc_id, claimsets[u].claims, claimsets[v].claims) for u, v in graph.edges}
-    cached_m = cache.get_many(mkeys.values()) if cache is not None else {}
+    for n in graph.nodes:
+        if n not in digests:
+            digests[n] = claims_digest(claimsets[n].claims)
+    mkeys = {e: mkeys_known.get(e) or matrix_key(sc_id, (), (), digests=(digests[e[0]], digests[e[1]]))
+             for e in graph.edges}
+    if cache is not None:
+        cached_m.update(cache.get_many(k for e, k in mkeys.items() if e not in mkeys_known))
     matrices: dict[tuple[str, str], EdgeMatrix] = {}
     for e, key in mkeys.items():
         value = cached_m.get(key)
         if value is not None:
-            try:
-                value = validate_matrix(value, len(claimsets[e[0]].claims), len(claimsets[e[1]].claims))
-            except ValueError:
+            value = _valid_cached_matrix(value, len(claimsets[e[0]].claims), len(claimsets[e[1]].claims))
+            if value is None:
                 log.warning("corrupt cached matrix for %s→%s; recomputing", *e)
                 continue
             matrices[e] = EdgeMatrix(value, sc_id, cached=True)

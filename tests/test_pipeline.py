@@ -123,7 +123,9 @@ def test_corrupt_cache_entries_are_recomputed(tiny_source, tmp_path):
     # overwrite every cached value with garbage of the wrong shape
     for key in list(cache._cache.iterkeys()):
         cache._cache.set(key, {"garbage": True} if key.startswith("claims") else "not a matrix")
-    b = run_query("black hole entropy", engine, PipelineSettings(m=2), now=NOW)
+    fresh = Engine(tiny_source, offline_backend(), ResultCache(tmp_path / "rc3"))  # no in-memory copies
+    b = run_query("black hole entropy", fresh, PipelineSettings(m=2), now=NOW)
+    assert b.counters.cache_hits == 0 and b.counters.model_calls == b.budget.total
     assert [r.paper_id for r in b.results] == [r.paper_id for r in a.results]
 
 
