@@ -66,7 +66,7 @@ def _add_runtime_arguments(p: argparse.ArgumentParser) -> None:
 def _option_hooks() -> list:
     """Modules that contribute CLI flags for their source/backend (``add_cli_arguments``/``options_from_args``)."""
     hooks = []
-    for name in ("crase_core.llm.settings", "crase_core.sources.semantic_scholar"):
+    for name in ("crase_core.llm.config", "crase_core.sources.semantic_scholar"):
         try:
             module = __import__(name, fromlist=["add_cli_arguments"])
         except ImportError:
