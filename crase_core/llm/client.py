@@ -116,7 +116,9 @@ class Endpoint:
         """One chat completion, retried on transient failures; raises ModelError/TransientError/ItemError."""
         s = self.settings
         last: BaseException | None = None
-        for attempt in range(s.max_retries + 1):
+        attempt = -1
+        while attempt < s.max_retries:
+            attempt += 1
             if attempt:
                 await asyncio.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
             kwargs: dict[str, Any] = {
@@ -134,6 +136,7 @@ class Endpoint:
                     self.structured_fallback_note = (f"the endpoint rejected response_format ({s.structured_output}); "
                                                      "plain JSON instructions used instead")
                     log.warning("%s", self._msg(self.structured_fallback_note))
+                    attempt -= 1  # the fallback does not use up a retry (it happens once: the mode is now off)
                     continue
                 raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {_short(e)}")) from None
             except (openai.APIConnectionError, openai.APIStatusError) as e:
