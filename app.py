@@ -234,7 +234,10 @@ st.set_page_config(page_title="Crase Explorer", page_icon=":material/hub:", layo
 _pages = _discover_pages()
 graph_page = next((p for p in _pages if p.title.lower().startswith("evidence")), _pages[0])
 with st.sidebar:
-    st.text_input("Auditor name", key="auditor", help="Your name as recorded with audit verdicts (stored locally).")
+    # a widget's state is dropped on pages that do not draw it, so the name lives in a plain key
+    st.text_input("Auditor name", value=st.session_state.get("auditor", ""), key="auditor_input",
+                  help="Your name as recorded with audit verdicts (stored locally).",
+                  on_change=lambda: st.session_state.update(auditor=st.session_state["auditor_input"].strip()))
     if st.session_state.get("trace") is not None:
         t = st.session_state["trace"]
         st.caption(f"Open run: {md_escape(t.query[:90])}{'…' if len(t.query) > 90 else ''}")

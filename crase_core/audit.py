@@ -64,7 +64,7 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
     but uninformative agreement). Raises :class:`InputError` on no items or an item with < 2 raters.
 
     >>> round(fleiss_kappa([[2, 0], [0, 2], [1, 1]]), 4)
-    0.1111
+    0.3333
     """
     if not counts:
         raise InputError("Fleiss' κ needs at least one item rated by two or more raters")

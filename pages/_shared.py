@@ -167,6 +167,11 @@ def _safe_url(url: str) -> str | None:
     return url if url.startswith(("https://", "http://")) and " " not in url and ")" not in url else None
 
 
+def code(text: object) -> str:
+    """Inline code span (its content is never interpreted as markdown or HTML)."""
+    return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
+
+
 def paper_line(trace: RunTrace, pid: str) -> str:
     n = trace.node(pid)
     return f"{md_escape(n.paper.title)} ({n.paper.year or 'n.d.'})"
@@ -201,7 +206,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing_ids: list[str], cited_id
     x_order = list(dict.fromkeys(df["cited claim"])) if not df.empty else []
     base = alt.Chart(df).encode(
         x=alt.X("cited claim:N", sort=x_order, title="cited paper's claims (v)", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("citing claim:N", sort=y_order, title="citing paper's claims (u)"),
+        y=alt.Y("citing claim:N", sort=y_order, title="citing paper's claims (u)", axis=alt.Axis(labelOverlap=False)),
     )
     scale = alt.Scale(domain=[0, theta, 1], range=["#f4f6f8", "#9ecae1", "#08306b"])
     rect = base.mark_rect().encode(
@@ -215,7 +220,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing_ids: list[str], cited_id
         color=alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933")),
     )
     n_rows = max(1, len(edge.matrix))
-    return (rect + outline + text).properties(height=min(46 * n_rows + 20, 420))
+    return (rect + outline + text).properties(height=min(44 * n_rows + 30, 440))
 
 
 def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = True, key: str = "insp") -> None:
@@ -225,11 +230,12 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
         st.warning("That edge is not part of this run.")
         return
     u, v = trace.node(citing), trace.node(cited)
-    st.markdown(f"##### Edge `{md_escape(citing)}` → `{md_escape(cited)}`")
+    st.markdown(f"##### Edge {code(citing)} → {code(cited)}")
     st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}")
-    (st.success if e.kept else st.error)(f"Decision — {e.decision}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
+    (st.success if e.kept else st.error)(f"Decision — {md_escape(e.decision)}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
     k, n = sum(e.supported), len(e.supported)
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2 = st.columns(2)
+    m3, m4 = st.columns(2)
     m1.metric("Δ (coverage)", f"{e.delta:.3f}", help="Δ(u,v) = share of u's claims supported by some claim of v at θ (Eq. 4).")
     m2.metric("supported", f"{k} of {n}", help="Citing claims i with max_j M[i][j] ≥ θ (Eq. 3).")
     m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
@@ -247,6 +253,16 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
                          [c.id for c in cv.claims] if cv else []),
             width="stretch",
         )
+        with st.expander("Matrix values"):
+            head = "| u \\ v | " + " | ".join(code(c.id) for c in (cv.claims if cv else [])) + " |"
+            sep = "|---" * (1 + (len(cv.claims) if cv else 0)) + "|"
+            lines = [head, sep] if cv and len(cv.claims) == len(e.matrix[0]) else []
+            for i, row in enumerate(e.matrix):
+                cid = cu.claims[i].id if cu and i < len(cu.claims) else f"c{i + 1}"
+                mark = "✓" if i < len(e.supported) and e.supported[i] else "✗"
+                lines.append(f"| {code(cid)} {mark} | " + " | ".join(f"{x:.2f}" for x in row) + " |")
+            st.markdown("\n".join(lines) if lines and lines[0].startswith("| u") else
+                        "  \n".join(" ".join(f"{x:.2f}" for x in row) for row in e.matrix))
     else:
         st.caption("No matrix: one of the papers has no claims.")
     st.markdown("**Citation context**")
@@ -300,7 +316,7 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
     url = _safe_url(p.url)
     st.markdown(f"{p.year or 'n.d.'} · {md_escape(authors_line(list(p.authors), 6))}"
                 + (f" · {md_escape(p.venue)}" if p.venue else "") + (f" · [{md_escape(p.id)}]({url})" if url else
-                                                                     f" · `{md_escape(p.id)}`"))
+                                                                     f" · {code(p.id)}"))
     st.markdown(f'<span style="color:{ROLE_COLOURS[role]};font-weight:600">● {ROLE_LABELS[role]}</span>',
                 unsafe_allow_html=True)  # role label is our constant text
     m1, m2, m3 = st.columns(3)

@@ -1,0 +1,138 @@
+"""Page flows of the Streamlit app with streamlit.testing.v1.AppTest (no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crase_core import ui_support as U
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
+QUERY = "holographic entanglement entropy of BTZ black holes"
+
+
+@pytest.fixture()
+def app_env(tmp_path, monkeypatch):
+    import streamlit as st
+
+    monkeypatch.setenv("CRASE_CORPUS", str(HOSTILE))
+    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(ROOT)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield tmp_path / "runs"
+    st.cache_resource.clear()
+
+
+def _search(at: AppTest, query: str) -> AppTest:
+    at.text_area(key="query_text").input(query)
+    next(b for b in at.button if b.label == "Search").click()
+    return at.run(timeout=120)
+
+
+def _all_markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown) + "\n".join(c.value for c in at.caption)
+
+
+def test_search_runs_saves_and_escapes(app_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not at.exception
+    demo_labels = [b.label for b in at.button if b.key and b.key.startswith("demo_")]
+    assert len(demo_labels) >= 3
+    at = _search(at, QUERY)
+    assert not at.exception and not at.error
+    trace = at.session_state["trace"]
+    assert trace.query == QUERY and len(trace.results) == 6
+    text = _all_markdown(at)
+    # the hostile title is rendered escaped (as text), never as raw HTML
+    assert "&lt;script&gt;alert\\('xss'\\)&lt;/script&gt;" in text
+    assert "<script>" not in text
+    assert text.count("Why it is here") == len(trace.results)
+    saved = [p for p in app_env.glob("*.json") if not p.name.endswith(".meta.json")]
+    assert len(saved) == 1
+    # the budget and the per-stage progress were shown
+    assert any("Budget:" in i.value and f"{trace.budget.total:,} model calls" in i.value for i in at.info)
+    assert any("Rank" in m.value and "papers" in m.value for m in at.markdown)
+
+
+def test_empty_query_and_estimate_budget(app_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at = _search(at, "   ")
+    assert not at.exception
+    assert any("the query is empty" in e.value for e in at.error)
+    at.text_area(key="query_text").input(QUERY)
+    next(b for b in at.button if b.label == "Estimate budget").click()
+    at.run(timeout=120)
+    assert not at.exception
+    assert any("Budget:" in i.value and "new calls" in i.value for i in at.info)
+    assert at.session_state["trace"] is None if "trace" in at.session_state else True
+
+
+def test_pages_after_a_run(app_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at = _search(at, QUERY)
+    trace = at.session_state["trace"]
+    edge = next(e for e in trace.edges if e.kept)
+
+    at.switch_page("pages/1_Evidence_graph.py").run()
+    assert not at.exception and not at.error
+    assert any("Click an edge or a paper" in i.value for i in at.info)
+    at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}
+    at.run()
+    assert not at.exception
+    assert any(edge.citing in m.value and edge.cited in m.value and m.value.startswith("##### Edge") for m in at.markdown)
+    assert any(s.value.startswith("Decision — kept") for s in at.success)
+    assert any("Entailment matrix" in m.value for m in at.markdown)
+    at.session_state["selected"] = {"kind": "node", "id": "h001"}
+    at.run()
+    assert not at.exception
+    assert any(m.value.startswith("##### &lt;script&gt;") for m in at.markdown)
+    assert any("Seed fate" in m.value for m in at.markdown)
+
+    at.switch_page("pages/2_Seeds.py").run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe) == len(trace.subquery_results)
+    at.switch_page("pages/3_Ranking.py").run()
+    assert not at.exception and not at.error
+    at.switch_page("pages/5_Runs.py").run()
+    assert not at.exception and not at.error
+    assert any("Saved runs (1)" in m.value for m in at.markdown)
+
+
+def test_audit_verdicts_persist(app_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at = _search(at, QUERY)
+    trace = at.session_state["trace"]
+    edge = next(e for e in trace.edges if not e.kept)
+    at.text_input(key="auditor_input").input("Ana")
+    at.switch_page("pages/1_Evidence_graph.py")
+    at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}
+    at.run()
+    at.radio[-1].set_value("disagree")
+    at.text_input[-1].input("the citing paper does use this result")
+    next(b for b in at.button if b.label == "Record verdict").click()
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [f"Decision — {U.md_escape(edge.decision)}"]  # only the pruned decision
+    from crase_core.audit import AuditStore
+
+    vs = AuditStore(app_env / "audit.sqlite").verdicts(trace.run_id)
+    assert [(v.citing, v.cited, v.auditor, v.verdict, v.pipeline_kept) for v in vs] == [
+        (edge.citing, edge.cited, "Ana", "disagree", False)]
+    at.switch_page("pages/4_Audit.py").run()
+    assert not at.exception and not at.error
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["verdicts"] == "1"
+    assert metrics["pruned-edge correctness"] == "0.0%"
+    assert metrics["Fleiss' κ"] == "–"
+
+
+def test_sessions_do_not_share_state(app_env):
+    a = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    a = _search(a, QUERY)
+    b = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert "trace" not in b.session_state or b.session_state["trace"] is None
+    assert not [m for m in b.markdown if "Why it is here" in m.value]
