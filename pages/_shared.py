@@ -49,6 +49,9 @@ OPTION_FIELDS: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "s2": [("rate", "Requests per second", "1.0", "Client-side rate limit for the Semantic Scholar API.")],
 }
+# sources whose factory reads its settings from options[name] (the s2 source: options["s2"] = {...})
+NESTED_OPTIONS = {"s2"}
+OPTION_TYPES: dict[str, type] = {"rate": float}
 SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API"}
 BACKEND_LABELS = {"offline": "Offline (lexical, no model download)", "openai": "OpenAI-compatible endpoint"}
 
@@ -155,10 +158,16 @@ def runtime_form(prefix: str = "rt") -> tuple[str, str, dict[str, Any]]:
                            + ", ".join(backends))
     options: dict[str, Any] = {}
     for name in (source, backend):
+        target = options.setdefault(name, {}) if name in NESTED_OPTIONS else options
         for opt, label, default, help_text in OPTION_FIELDS.get(name, []):
-            value = st.text_input(label, value=default, help=help_text, key=f"{prefix}_{name}_{opt}")
-            if value.strip():
-                options[opt] = value.strip()
+            value = st.text_input(label, value=default, help=help_text, key=f"{prefix}_{name}_{opt}").strip()
+            if not value:
+                continue
+            convert = OPTION_TYPES.get(opt, str)
+            try:
+                target[opt] = convert(value)
+            except ValueError:
+                st.error(f"{label}: {value!r} is not a valid {convert.__name__}")
     return source, backend, options
 
 
