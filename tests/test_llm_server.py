@@ -38,7 +38,8 @@ def llm_server():
 def _settings(server, **kw) -> LLMSettings:
     kw.setdefault("max_retries", 1)
     kw.setdefault("concurrency", 2)
-    return LLMSettings(base_url=server.base_url, model=server.model, api_key=SECRET, **kw)
+    kw.setdefault("model", server.model)
+    return LLMSettings(base_url=server.base_url, api_key=SECRET, **kw)
 
 
 def test_hostile_claims_cannot_break_the_matrix(llm_server):
@@ -81,11 +82,11 @@ def test_wrong_model_name_on_a_real_server(llm_server):
 
 
 def test_pipeline_end_to_end_then_fully_cached(llm_server, tmp_path):
-    options = {"base_url": llm_server.base_url, "model": llm_server.model, "max_retries": 1, "concurrency": 2}
+    options = {"base_url": llm_server.base_url, "model": llm_server.model, "max_retries": 0, "concurrency": 2}
     os.environ["CRASE_TEST_LLM_KEY"] = SECRET
     options["api_key_env"] = "CRASE_TEST_LLM_KEY"
     config = RuntimeConfig(backend="openai", cache_dir=str(tmp_path), options=options)
-    settings = PipelineSettings(m=1, L=1, search_limit=5, hops=1, neighbor_cap=2, k=10)
+    settings = PipelineSettings(m=1, L=1, search_limit=5, hops=1, neighbor_cap=1, k=10)
     query = "tachyon condensation on unstable D-branes"
     engine = build_engine(config)
     trace = run_query(query, engine, settings)
