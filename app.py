@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from crase_core.errors import CraseError
-from crase_core.pipeline import STAGES, StageEvent, run_query
+from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
 from crase_core.ranking import RANKERS
 from crase_core.settings import PipelineSettings
 from crase_core.ui_support import authors_line, load_demo_queries, md_escape, probe_budget
@@ -178,6 +178,12 @@ def search_page() -> None:
     import json as _json
 
     options_json = _json.dumps(options, sort_keys=True)
+    if estimate or go or autorun:
+        try:
+            clean_query(query)
+        except CraseError as e:  # say what is wrong before any stage starts
+            st.error(str(e), icon=":material/error:")
+            return
     if estimate:
         engine = guarded(lambda: get_engine(source, backend, options_json), "Could not open the source/backend")
         if engine is not None:
@@ -193,12 +199,12 @@ def search_page() -> None:
                 try:
                     trace = run_query(query, engine, settings, progress=board)
                 except CraseError as e:
-                    status.update(label="The run stopped", state="error")
+                    status.update(label="The run stopped", state="error", expanded=True)
                     st.error(str(e), icon=":material/error:")
                     trace = None
                 except Exception:
                     log.exception("run_query failed")
-                    status.update(label="The run failed", state="error")
+                    status.update(label="The run failed", state="error", expanded=True)
                     st.error("The run failed with an unexpected error (details are in the server log).", icon=":material/error:")
                     trace = None
                 if trace is not None:
