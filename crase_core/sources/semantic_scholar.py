@@ -425,7 +425,9 @@ def s2_source(config: RuntimeConfig) -> SemanticScholarSource:
     """``SOURCE_FACTORIES["s2"]``: settings from ``config.options["s2"]`` (dict or :class:`S2Settings`).
 
     ``config.cache_dir`` (when set and the s2 settings name no cache folder)
-    puts the response cache in ``<cache_dir>/s2``. One source per settings and
+    puts the response cache in ``<cache_dir>/s2``. ``config.use_cache`` (the model
+    result cache) does not switch the response cache off: ``use_cache`` in the s2
+    settings (``--s2-no-cache``) does. One source per settings and
     key is kept per process, so records fetched for one query serve the next.
     """
     settings = S2Settings.from_options(config.options.get("s2"))
@@ -433,8 +435,6 @@ def s2_source(config: RuntimeConfig) -> SemanticScholarSource:
         import os
 
         settings = S2Settings.from_options({**_as_dict(settings), "cache_dir": os.path.join(config.cache_dir, "s2")})
-    if not config.use_cache and settings.use_cache:
-        settings = S2Settings.from_options({**_as_dict(settings), "use_cache": False})
     return _shared_source(settings, hash(api_key_from_env()))
 
 
