@@ -37,7 +37,8 @@ def _capped(source: PaperSource, pid: str, relation: str, nl: NeighborList, cap:
             truncations: list[Truncation]) -> list[str]:
     ids = list(dict.fromkeys(nl.ids))  # de-duplicate, keep order
     if nl.truncated:
-        truncations.append(Truncation(pid, relation, nl.total, len(ids), "the source returned a truncated list"))  # type: ignore[arg-type]
+        rule = nl.truncation_rule or "the source returned a truncated list"
+        truncations.append(Truncation(pid, relation, nl.total, len(ids), rule))  # type: ignore[arg-type]
     if cap is not None and len(ids) > cap:
         papers = source.get(ids)
         ranked = sorted(ids, key=lambda i: (-(papers[i].citation_count or 0) if i in papers else 1, i))
@@ -47,7 +48,8 @@ def _capped(source: PaperSource, pid: str, relation: str, nl: NeighborList, cap:
     return ids
 
 
-def _neighborhood(source: PaperSource, pid: str, cap: int | None, g: ExpandedGraph) -> list[str]:
+def _neighborhood(source: PaperSource, pid: str, cap: int | None, g: ExpandedGraph,
+                  seed_edges: set[tuple[str, str]] | None = None) -> list[str]:
     refs = source.references(pid)
     cits = source.citations(pid)
     for nl, forward in ((refs, True), (cits, False)):
@@ -55,9 +57,12 @@ def _neighborhood(source: PaperSource, pid: str, cap: int | None, g: ExpandedGra
             g.contexts[(pid, other) if forward else (other, pid)] = ctx
         for other, intent in nl.intents.items():
             g.intents[(pid, other) if forward else (other, pid)] = intent
-    return _capped(source, pid, "references", refs, cap, g.truncations) + _capped(
-        source, pid, "citations", cits, cap, g.truncations
-    )
+    kept_refs = _capped(source, pid, "references", refs, cap, g.truncations)
+    kept_cits = _capped(source, pid, "citations", cits, cap, g.truncations)
+    if seed_edges is not None:
+        seed_edges.update((pid, r) for r in kept_refs)
+        seed_edges.update((c, pid) for c in kept_cits)
+    return kept_refs + kept_cits
 
 
 def expand(source: PaperSource, seed_ids: Sequence[str], hops: float = 1.5,
@@ -66,8 +71,9 @@ def expand(source: PaperSource, seed_ids: Sequence[str], hops: float = 1.5,
     g = ExpandedGraph(nodes=[], edges=[], hop={})
     for s in seed_ids:
         g.hop.setdefault(s, 0.0)
+    seed_edges: set[tuple[str, str]] = set()
     for s in seed_ids:
-        for n in _neighborhood(source, s, neighbor_cap, g):
+        for n in _neighborhood(source, s, neighbor_cap, g, seed_edges):
             g.hop.setdefault(n, 1.0)
     if hops >= 2:
         first_ring = sorted(n for n, h in g.hop.items() if h == 1.0)
@@ -77,9 +83,11 @@ def expand(source: PaperSource, seed_ids: Sequence[str], hops: float = 1.5,
     seeds = list(dict.fromkeys(seed_ids))
     seed_set = set(seeds)
     g.nodes = seeds + sorted(n for n in g.hop if n not in seed_set)
-    edges = source.edges_among(g.nodes)
     if hops < 1.5:
-        edges = [(u, v) for u, v in edges if u in seed_set or v in seed_set]
+        # the seeds' own (capped) lists are exactly the seed–neighbour citations: no further source call
+        edges = sorted(e for e in seed_edges if e[0] in g.hop and e[1] in g.hop)
+    else:
+        edges = source.edges_among(g.nodes)
     g.edges = edges
     kept = set(edges)
     g.contexts = {e: c for e, c in g.contexts.items() if e in kept}

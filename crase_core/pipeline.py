@@ -8,6 +8,7 @@ test can run the whole pipeline on a small in-memory graph in milliseconds.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import logging
 import time
@@ -81,6 +82,14 @@ class _Run:
     counters: Counters = field(default_factory=Counters)
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+
+def source_stats(source: PaperSource) -> dict[str, float]:
+    """The numeric counters a source keeps in its optional ``stats`` dataclass (retries, skipped ids…)."""
+    stats = getattr(source, "stats", None)
+    if stats is None or not dataclasses.is_dataclass(stats):
+        return {}
+    return {k: float(v) for k, v in dataclasses.asdict(stats).items() if isinstance(v, int | float)}
 
 
 def clean_query(query: str | None) -> str:
@@ -220,6 +229,7 @@ def run_query(
     run = _Run()
     source, backend, cache = engine.source, engine.backend, engine.cache
     external_before = source.external_calls
+    stats_before = source_stats(source)
 
     # ---- Stage 1: plan -------------------------------------------------------------------
     t0 = time.perf_counter()
@@ -496,6 +506,8 @@ def run_query(
     _emit(progress, "ranking", 1, 1, f"{len(results)} papers")
 
     run.counters.external_calls = source.external_calls - external_before
+    stats_after = source_stats(source)
+    run_source_stats = {k: round(v - stats_before.get(k, 0), 3) for k, v in stats_after.items()}
     claims_for_trace = {n: claimsets[n] for n in graph.nodes}
     trace = RunTrace(
         query=q,
@@ -517,6 +529,7 @@ def run_query(
         timings={k: round(v, 6) for k, v in run.timings.items()},
         counters=run.counters,
         warnings=run.warnings,
+        source_stats=run_source_stats,
         created_at=now.isoformat(timespec="seconds"),
     )
     trace.run_id = stable_hash([q, trace.settings.__dict__, trace.source, trace.source_filter, trace.backend,

@@ -56,6 +56,7 @@ class RunTrace:
     timings: dict[str, float] = field(default_factory=dict)
     counters: Counters = field(default_factory=Counters)
     warnings: list[str] = field(default_factory=list)
+    source_stats: dict[str, float] = field(default_factory=dict)  # this run's share of the source's counters
     created_at: str = ""
     run_id: str = ""
     trace_version: int = TRACE_VERSION

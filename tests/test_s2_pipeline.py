@@ -77,12 +77,13 @@ def test_pipeline_runs_on_the_replayed_graph_and_reruns_for_free(fake, tmp_path)
     assert with_context >= 1
     cut = [x for x in t.truncations if x.paper_id == "p01"]
     assert [(x.relation, x.total, x.kept) for x in cut] == [("citations", 31, 20)]
-    assert "truncated" in cut[0].rule
+    assert cut[0].rule == "the first 2 page(s) of 10 in the API's own order (max_neighbor_pages × page_size)"
     assert "p05" in v  # no abstract at the API: claims from the title, flagged
     assert t.claims["p05"].title_only and not t.node("p05").paper.has_abstract
 
     # cost: every request of the run is counted; the edges needed one batch call
     assert t.counters.external_calls == len(fake.requests)
+    assert t.source_stats["requests"] == len(fake.requests) and t.source_stats["truncated_lists"] >= 1
     assert fake.count("/paper/batch") == 1
     # by hand: 2 searches + 4 seeds × (references + citations) + 1 more page of p01's citers + 1 batch
     assert seeds == ["p04", "p09", "p01", "p08"] and t.counters.external_calls == 12

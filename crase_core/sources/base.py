@@ -59,13 +59,14 @@ class NeighborList:
 
     ``total`` is how many the source knows of (None if it does not say);
     ``truncated`` is True when ``ids`` holds fewer than that, because of the
-    source's own paging cap. ``contexts``/``intents`` map a neighbour id to the
+    source's own paging cap, and ``truncation_rule`` then says which it kept. ``contexts``/``intents`` map a neighbour id to the
     citing sentences / intents of that citation, where the source has them.
     """
 
     ids: list[str]
     total: int | None = None
     truncated: bool = False
+    truncation_rule: str = ""  # how the source chose what it returned, when truncated
     contexts: dict[str, list[str]] = field(default_factory=dict)
     intents: dict[str, list[str]] = field(default_factory=dict)
 

@@ -313,8 +313,13 @@ class SemanticScholarSource:
                      else (record.citation_count if record else None))
             total = max(count, len(ids)) if count is not None and not self.filter.active else None
         keep = set(ids)
+        if got.skipped:
+            rule = "the list could not be fetched after retries and was skipped (on_neighbor_error='skip')"
+        else:
+            rule = (f"the first {self.client.settings.max_neighbor_pages} page(s) of "
+                    f"{self.client.settings.page_size} in the API's own order (max_neighbor_pages × page_size)")
         return NeighborList(
-            ids=ids, total=total, truncated=not got.complete,
+            ids=ids, total=total, truncated=not got.complete, truncation_rule="" if got.complete else rule,
             contexts={k: v for k, v in got.contexts.items() if k in keep},
             intents={k: v for k, v in got.intents.items() if k in keep},
         )
