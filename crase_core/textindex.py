@@ -60,6 +60,7 @@ class TextIndex:
     @classmethod
     def build(cls, corpus: Corpus) -> TextIndex:
         start = time.perf_counter()
+        log.info("building the BM25 index for %s papers of %s", f"{len(corpus):,}", corpus.name)
         docs = [document_terms(p.title, p.abstract) for p in corpus.papers]
         retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
         retriever.index(docs, show_progress=False)
