@@ -54,6 +54,11 @@ class Verdict:
         return self.pipeline_kept if self.verdict == "agree" else not self.pipeline_kept
 
 
+def verdict_from_judgement(keep: bool, pipeline_kept: bool) -> str:
+    """A blind auditor's own keep/prune judgement, stored as agreement with the pipeline's decision."""
+    return "agree" if keep == pipeline_kept else "disagree"
+
+
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
     """Fleiss' κ for N items × k categories, ``counts[i][j]`` = raters putting item i in category j.
 

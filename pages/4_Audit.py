@@ -7,9 +7,18 @@ import random
 import pandas as pd
 import streamlit as st
 
-from crase_core.audit import summarize, verdicts_csv
+from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
 from crase_core.ui_support import short_title
-from pages._shared import audit_store, current_trace, edge_inspector, guarded, page_header, run_caption
+from pages._shared import (
+    audit_store,
+    claims_frame,
+    current_trace,
+    edge_inspector,
+    guarded,
+    page_header,
+    paper_line,
+    run_caption,
+)
 
 page_header("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
             "(SQLite next to the runs folder) and summarised like the paper's Table 5.")
@@ -19,6 +28,29 @@ if trace is None:
 run_caption(trace)
 store = audit_store()
 auditor = st.session_state.get("auditor", "").strip()
+
+
+def blind_judgement(trace, e, auditor: str) -> None:
+    """Both papers and their claims, nothing of the pipeline's verdict; the auditor decides keep or prune."""
+    st.markdown("##### Judge this citation blind")
+    st.markdown(f"**Citing:** {paper_line(trace, e.citing)}")
+    st.dataframe(claims_frame(trace, e.citing).drop(columns=["verbatim"], errors="ignore"), hide_index=True,
+                 width="stretch")
+    st.markdown(f"**Cited:** {paper_line(trace, e.cited)}")
+    st.dataframe(claims_frame(trace, e.cited).drop(columns=["verbatim"], errors="ignore"), hide_index=True,
+                 width="stretch")
+    with st.form(key=f"blind_{e.citing}_{e.cited}", border=True):
+        choice = st.radio("Does the cited paper support at least one claim of the citing paper?",
+                          ["keep", "prune"], horizontal=True,
+                          format_func=lambda x: "yes — keep the edge" if x == "keep" else "no — prune it")
+        note = st.text_input("Note (optional)", max_chars=2000)
+        if st.form_submit_button("Record judgement", type="primary"):
+            verdict = verdict_from_judgement(choice == "keep", e.kept)
+            saved = guarded(lambda: store.record(trace.run_id, e.citing, e.cited, auditor, verdict, e.kept, note),
+                            "Could not record the verdict")
+            if saved:
+                st.toast("Recorded. The pipeline's decision is now shown.")
+                st.rerun()
 
 
 def pct(x: float | None) -> str:
@@ -54,10 +86,19 @@ with left:
     rng.shuffle(queue)
     titles = {x.paper.id: x.paper.title for x in trace.nodes}
     mine = {(v.citing, v.cited): v.verdict for v in verdicts if v.auditor == auditor and v.run_id == trace.run_id}
+    blind = st.toggle("Blind audit", value=True, key="audit_blind",
+                      help="Hide the pipeline's decision, Δ and the matrix until you have judged the edge yourself "
+                      "(the paper's human validation was blinded). Your keep / prune judgement is stored as agree "
+                      "or disagree with the pipeline.")
+
+    def shown_decision(e) -> str:
+        if blind and (e.citing, e.cited) not in mine:
+            return "hidden"
+        return "kept" if e.kept else "pruned"
+
     qdf = pd.DataFrame([{"done": "✓" if (e.citing, e.cited) in mine else "", "citing": short_title(titles[e.citing], 45),
-                         "cited": short_title(titles[e.cited], 45), "decision": "kept" if e.kept else "pruned"}
+                         "cited": short_title(titles[e.cited], 45), "decision": shown_decision(e)}
                         for e in queue])
-    st.caption("Decisions are shown; cover the column with a sticky note if you want to audit blind.")
     ev = st.dataframe(qdf, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                       key="audit_queue", height=min(36 * len(queue) + 40, 560))
     rows = ev.selection.rows if ev is not None else []
@@ -74,7 +115,10 @@ with left:
 with right, st.container(border=True):
     if rows:
         e = queue[rows[0]]
-        edge_inspector(trace, e.citing, e.cited, key="auditpage")
+        if blind and auditor and (e.citing, e.cited) not in mine:
+            blind_judgement(trace, e, auditor)
+        else:
+            edge_inspector(trace, e.citing, e.cited, key="auditpage")
     else:
         st.info("Select an edge in the audit queue to judge it. You can also record verdicts from the "
                 "edge inspector on the Evidence graph page.", icon=":material/arrow_back:")

@@ -124,6 +124,9 @@ def test_audit_verdicts_persist(app_env):
         (edge.citing, edge.cited, "Ana", "disagree", False)]
     at.switch_page("pages/4_Audit.py").run()
     assert not at.exception and not at.error
+    queue = at.dataframe[0].value
+    judged = queue["done"] == "✓"
+    assert set(queue.loc[~judged, "decision"]) == {"hidden"}  # blind by default: undecided edges hide the decision
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["verdicts"] == "1"
     assert metrics["pruned-edge correctness"] == "0.0%"

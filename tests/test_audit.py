@@ -109,3 +109,12 @@ def test_store_persists_replaces_and_exports(tmp_path):
 def test_store_rejects_bad_input(tmp_path, args, message):
     with pytest.raises(InputError, match=message):
         AuditStore(tmp_path / "a.sqlite").record(*args)
+
+
+def test_blind_judgement_becomes_agreement():
+    from crase_core.audit import verdict_from_judgement
+
+    assert verdict_from_judgement(keep=True, pipeline_kept=True) == "agree"
+    assert verdict_from_judgement(keep=False, pipeline_kept=False) == "agree"
+    assert verdict_from_judgement(keep=True, pipeline_kept=False) == "disagree"
+    assert verdict_from_judgement(keep=False, pipeline_kept=True) == "disagree"
