@@ -73,7 +73,7 @@ c[4].metric("unanimous", pct(s.unanimous), help=f"Edges rated by ≥ 2 auditors 
 c[5].metric("Fleiss' κ", "–" if s.fleiss_kappa is None else f"{s.fleiss_kappa:.3f}",
             help="Inter-auditor agreement on keep / prune, over edges rated by two or more auditors.")
 
-left, right = st.columns([1, 1.25], gap="large")
+left, right = st.columns([1.3, 1], gap="large")
 with left:
     st.markdown("#### Audit queue")
     if not auditor:
