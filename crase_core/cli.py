@@ -39,8 +39,10 @@ def _add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--beta", type=float, default=d.beta, help=h("beta"))
     g.add_argument("--alpha", type=float, default=d.alpha, help=h("alpha"))
     g.add_argument("--age-reference-year", type=int, default=d.age_reference_year, help=h("age_reference_year"))
-    g.add_argument("--personalization", default=d.personalization, choices=("uniform", "relevance"),
+    g.add_argument("--personalization", default=d.personalization, choices=("uniform", "relevance", "query"),
                    help=h("personalization"))
+    g.add_argument("--query-power", type=float, default=d.query_power, help=h("query_power"))
+    g.add_argument("--text-candidates", type=int, default=d.text_candidates, help=h("text_candidates"))
     g.add_argument("--max-model-calls", type=int, default=d.max_model_calls, help=h("max_model_calls"))
 
 
@@ -49,6 +51,7 @@ def settings_from_args(args: argparse.Namespace) -> PipelineSettings:
         k=args.k, m=args.m, L=args.L, search_limit=args.search_limit, hops=args.hops,
         neighbor_cap=args.neighbor_cap, ranker=args.ranker, theta=args.theta, tau=args.tau, beta=args.beta,
         alpha=args.alpha, age_reference_year=args.age_reference_year, personalization=args.personalization,
+        query_power=args.query_power, text_candidates=args.text_candidates,
         max_model_calls=args.max_model_calls,
     )
 

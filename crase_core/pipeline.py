@@ -36,14 +36,15 @@ from .records import (
     PlanResult,
     RankedPaper,
     RankingResult,
+    SearchHit,
     Seed,
     SeedOrigin,
     TrailStep,
     Usage,
 )
-from .seeds import build_seed_set
+from .seeds import build_seed_set, rank_hits
 from .settings import PipelineSettings
-from .sources.base import PaperSource
+from .sources.base import PaperSource, ScoredPaper
 from .trace import RunTrace
 from .trails import best_trails
 
@@ -179,6 +180,40 @@ def personalization_vector(seeds: Sequence[Seed], kept_nodes: set[str], mode: st
     return {k: v / total for k, v in weights.items()} if total > 0 else {}
 
 
+def query_restart_vector(node_ids: Sequence[str], query_hits: Sequence[SearchHit], power: float) -> dict[str, float]:
+    """Query-conditioned restart: p(v) ∝ score(v)^γ over ``node_ids`` found by the full-query search.
+
+    ``score`` is the source's relevance score of v for the whole query (0 for a paper the search did
+    not return); {} when no node has a positive score (the caller falls back to the seeds).
+    """
+    score = {h.paper_id: h.score for h in query_hits}
+    weights = {n: score[n] ** power for n in node_ids if score.get(n, 0.0) > 0.0}
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()} if total > 0 else {}
+
+
+def restart_distribution(settings: PipelineSettings, seeds: Sequence[Seed], alive: set[str], rank_ids: Sequence[str],
+                         query_hits: Sequence[SearchHit], warnings: list[str] | None = None) -> dict[str, float]:
+    """Stage 3's restart distribution p over ``rank_ids`` (kept nodes + text candidates), per settings.
+
+    ``query``: :func:`query_restart_vector`, falling back to the kept seeds; otherwise
+    :func:`personalization_vector`; uniform over ``rank_ids`` when all of that is empty.
+    Fallbacks are explained in ``warnings``. Pure; :mod:`crase_core.rerank` reuses it.
+    """
+    notes = warnings if warnings is not None else []
+    if settings.personalization == "query":
+        p = query_restart_vector(rank_ids, query_hits, settings.query_power)
+        if rank_ids and not p:
+            notes.append("no ranked paper matched the full-query search; the walk restarts at the kept seeds")
+            p = personalization_vector(seeds, alive, "uniform")
+    else:
+        p = personalization_vector(seeds, alive, settings.personalization)
+    if rank_ids and not p:
+        notes.append("every seed was pruned; the walk restarts uniformly over the surviving papers")
+        p = {n: 1.0 / len(rank_ids) for n in rank_ids}
+    return p
+
+
 def _seed_reason(seed: Seed) -> str:
     o = min(seed.origins, key=lambda o: o.relevance_rank)
     extra = f" (+{len(seed.origins) - 1} more sub-queries)" if len(seed.origins) > 1 else ""
@@ -264,6 +299,7 @@ def run_query(
 
     # ---- Stage 1: seeds (one search per sub-query) ------------------------------------------
     t0 = time.perf_counter()
+    result_lists: list[list[ScoredPaper]] = []
     if seeds_override is not None:
         wanted = list(dict.fromkeys(seeds_override))
         visible = source.get(wanted)
@@ -273,12 +309,24 @@ def run_query(
         run.warnings.append(f"seeds injected by the caller ({len(injected)} of {len(seeds_override)} visible); "
                             "stage 1 search skipped")
     else:
-        result_lists = []
         for i, sq in enumerate(plan.subqueries):
             _emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
             result_lists.append(source.search(sq, settings.search_limit))
             run.counters.search_calls += 1
         seeds, subquery_results = build_seed_set(plan.subqueries, result_lists, settings.m)
+    # One more search, for the full query: its scores drive the query restart of stage 3 and its
+    # top hits outside the graph become text-only candidates (settings.personalization / text_candidates).
+    query_hits: list[SearchHit] = []
+    query_papers: dict[str, Paper] = {}
+    if settings.personalization == "query" or settings.text_candidates > 0:
+        same = [r for sq, r in zip(plan.subqueries, result_lists, strict=False) if sq == q]
+        if same:  # the full query was already a sub-query: reuse its one search
+            query_results = same[0]
+        else:
+            query_results = source.search(q, settings.search_limit)
+            run.counters.search_calls += 1
+        query_hits = rank_hits(query_results)
+        query_papers = {r.paper.id: r.paper for r in query_results}
     run.timings["seeds"] = time.perf_counter() - t0
     _emit(progress, "seeds", len(plan.subqueries), len(plan.subqueries), f"{len(seeds)} seeds")
     if not seeds:
@@ -296,6 +344,20 @@ def run_query(
         graph.nodes = [n for n in graph.nodes if n not in gone]
         graph.edges = [(u, v) for u, v in graph.edges if u not in gone and v not in gone]
     seed_ids = {s.paper_id for s in seeds}
+    # Text candidates: top hits of the full-query search that the expansion did not reach join V
+    # (role "text"); their citation edges inside V are added and scored like any other, and they are
+    # exempt from isolation pruning (their evidence is the text match, recorded in query_hits).
+    in_graph = set(graph.nodes)
+    text_ids = [h.paper_id for h in query_hits[: settings.text_candidates]
+                if h.paper_id not in in_graph and h.paper_id in query_papers]
+    if text_ids:
+        text_set = set(text_ids)
+        graph.nodes = graph.nodes + text_ids
+        papers.update({n: query_papers[n] for n in text_ids})
+        extra = [(u, v) for u, v in source.edges_among(graph.nodes) if u in text_set or v in text_set]
+        if settings.hops < 1.5:
+            extra = [(u, v) for u, v in extra if u in seed_ids or v in seed_ids]
+        graph.edges = sorted(set(graph.edges) | set(extra))
     run.timings["expansion"] = time.perf_counter() - t0
     _emit(progress, "expansion", len(seeds), len(seeds), f"|V| = {len(graph.nodes)}, |E| = {len(graph.edges)}")
 
@@ -427,7 +489,8 @@ def run_query(
         if papers[v].year is None:
             rec.decision += "; cited paper has no year, age taken as 1"
         edges.append(rec)
-    alive = surviving_nodes(graph.nodes, edges)
+    text_set_all = set(text_ids)
+    alive = surviving_nodes(graph.nodes, edges) | text_set_all
     degree: dict[str, int] = {}
     kept_degree: dict[str, int] = {}
     for e in edges:
@@ -437,7 +500,8 @@ def run_query(
                 kept_degree[n] = kept_degree.get(n, 0) + 1
     nodes: list[NodeRecord] = []
     for n in graph.nodes:
-        rec = NodeRecord(paper=papers[n], role="seed" if n in seed_ids else "expanded", kept=n in alive)
+        role = "seed" if n in seed_ids else "text" if n in text_set_all else "expanded"
+        rec = NodeRecord(paper=papers[n], role=role, kept=n in alive)
         if not rec.kept:
             rec.prune_reason = (
                 f"isolated: all {degree[n]} of its edges were pruned" if degree.get(n) else "no citation edge inside the graph"
@@ -462,26 +526,25 @@ def run_query(
     t0 = time.perf_counter()
     _emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     kept_ids = [n for n in graph.nodes if n in alive]
-    p = personalization_vector(seeds, alive, settings.personalization)
-    if kept_ids and not p:
-        run.warnings.append("every seed was pruned; the walk restarts uniformly over the surviving papers")
-        p = {n: 1.0 / len(kept_ids) for n in kept_ids}
+    text_rank = {h.paper_id: h.relevance_rank for h in query_hits}
+    rank_ids = kept_ids
+    p = restart_distribution(settings, seeds, alive, rank_ids, query_hits, run.warnings)
     if seeds and not kept_ids:
         run.warnings.append(
             "every citation edge was pruned (no cited claim supports a citing claim at θ); nothing left to rank. "
             "Lower θ, or raise nothing: this is the evidence graph's verdict."
         )
-    wgraph = WeightedGraph(kept_ids, [(e.citing, e.cited, e.weight) for e in edges if e.kept])
+    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in edges if e.kept])
     ranking = (
         get_ranker(settings.ranker).rank(wgraph, p, alpha=settings.alpha, tol=settings.tol, max_iter=settings.max_iter)
-        if kept_ids
+        if rank_ids
         else RankingResult(settings.ranker, {})
     )
-    if kept_ids and not ranking.converged:
+    if rank_ids and not ranking.converged:
         run.warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
                             f"(residual {ranking.residual:.2e})")
     seed_order = [s.paper_id for s in seeds]
-    order_hint = seed_order + [n for n in kept_ids if n not in seed_ids]
+    order_hint = seed_order + [n for n in rank_ids if n not in seed_ids]
     ranked = top_k(ranking.scores, len(ranking.scores), order_hint)
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in nodes:
@@ -497,6 +560,9 @@ def run_query(
         if n in seed_by_id:
             reason, origin = _seed_reason(seed_by_id[n]), n
             trail = []
+        elif n in text_set_all and not trail:
+            reason, origin, trail = (f"text match #{text_rank[n]} for the full query (a text candidate the "
+                                     "expansion did not reach; scored by its query restart weight)"), None, []
         elif trail:
             reason, origin = _trail_reason(trail, titles), trail[0].source
         else:
@@ -518,6 +584,7 @@ def run_query(
         reference_year=reference_year,
         plan=plan,
         subquery_results=subquery_results,
+        query_hits=query_hits,
         seeds=seeds,
         nodes=nodes,
         claims=claims_for_trace,

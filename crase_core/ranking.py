@@ -162,6 +162,15 @@ class PersonalizedSALSA:
 RANKERS: dict[str, Ranker] = {"ppr": PersonalizedPageRank(), "salsa": PersonalizedSALSA()}
 
 
+def _register_cep() -> None:
+    from .cep import ContrastiveEvidencePaths  # cep imports this module: register after RANKERS exists
+
+    RANKERS["cep"] = ContrastiveEvidencePaths()
+
+
+_register_cep()
+
+
 def get_ranker(name: str) -> Ranker:
     try:
         return RANKERS[name]

@@ -189,7 +189,7 @@ class NodeRecord:
     """A paper of the evidence graph V."""
 
     paper: Paper
-    role: Literal["seed", "expanded"]
+    role: Literal["seed", "expanded", "text"]  # text: a full-query search hit outside the citation graph
     kept: bool = True
     prune_reason: str = ""
     score: float = 0.0
@@ -265,3 +265,4 @@ class RankingResult:
     iterations: int = 0
     converged: bool = True
     residual: float = 0.0
+    paths: dict[str, list[str]] = field(default_factory=dict)  # node → supporting path, seed first (CEP)

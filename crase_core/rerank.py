@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .pipeline import personalization_vector
+from .pipeline import restart_distribution
 from .ranking import RANKERS, WeightedGraph, get_ranker, top_k
 from .records import RankingResult
 from .trace import RunTrace
@@ -32,9 +32,7 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
     if not kept:
         return Reranked(ranker, RankingResult(ranker, {}), {})
     alive = set(kept)
-    p = personalization_vector(trace.seeds, alive, trace.settings.personalization)
-    if not p:
-        p = {n: 1.0 / len(kept) for n in kept}
+    p = restart_distribution(trace.settings, trace.seeds, alive, kept, trace.query_hits)
     graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges if e.kept])
     s = trace.settings
     result = r.rank(graph, p, alpha=s.alpha, tol=s.tol, max_iter=s.max_iter)

@@ -40,9 +40,21 @@ class PipelineSettings:
         None, "Year ages are measured against; None means the current year (the paper's default)."
     )
     ranker: str = _knob("ppr", "Ranker over the pruned graph: ppr, salsa or cep.")
-    alpha: float = _knob(0.15, "α: teleport (restart) probability of the walk (Eq. 6).")
+    alpha: float = _knob(
+        0.5,
+        "α: teleport (restart) probability of the walk (Eq. 6). The paper uses 0.15 with seed restarts; "
+        "0.5 measured best with the query restart (docs/benchmarks.md).",
+    )
     personalization: str = _knob(
-        "uniform", "Restart distribution over kept seeds: uniform, or relevance (by best search rank)."
+        "query",
+        "Restart distribution: uniform over kept seeds; relevance (seeds ∝ 1/best search rank); or query "
+        "(every ranked paper ∝ its search score for the full query to the power query_power).",
+    )
+    query_power: float = _knob(3.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ.")
+    text_candidates: int = _knob(
+        10,
+        "Of the top N hits of one search for the full query, those outside the citation graph join the "
+        "ranking as text-only candidates (no edges; scored by their restart mass). 0 turns this off.",
     )
     tol: float = _knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.")
     max_iter: int = _knob(1000, "Power-iteration cap.")
@@ -81,9 +93,11 @@ def validate_settings(s: PipelineSettings) -> None:
         (0.0 < s.alpha < 1.0, f"alpha must be in (0, 1) (got {s.alpha})"),
         (s.ranker in ("ppr", "salsa", "cep"), f"ranker must be ppr, salsa or cep (got {s.ranker!r})"),
         (
-            s.personalization in ("uniform", "relevance"),
-            f"personalization must be uniform or relevance (got {s.personalization!r})",
+            s.personalization in ("uniform", "relevance", "query"),
+            f"personalization must be uniform, relevance or query (got {s.personalization!r})",
         ),
+        (s.query_power > 0.0, f"query_power must be > 0 (got {s.query_power})"),
+        (0 <= s.text_candidates <= 1000, f"text_candidates must be between 0 and 1000 (got {s.text_candidates})"),
         (s.tol > 0, f"tol must be > 0 (got {s.tol})"),
         (s.max_iter >= 1, f"max_iter must be ≥ 1 (got {s.max_iter})"),
         (

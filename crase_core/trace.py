@@ -24,6 +24,7 @@ from .records import (
     PlanResult,
     RankedPaper,
     RankingResult,
+    SearchHit,
     Seed,
     SubQueryResult,
     Truncation,
@@ -57,6 +58,7 @@ class RunTrace:
     counters: Counters = field(default_factory=Counters)
     warnings: list[str] = field(default_factory=list)
     source_stats: dict[str, float] = field(default_factory=dict)  # this run's share of the source's counters
+    query_hits: list[SearchHit] = field(default_factory=list)  # the full-query search (query restart, text candidates)
     created_at: str = ""
     run_id: str = ""
     trace_version: int = TRACE_VERSION

@@ -146,11 +146,15 @@ def test_real_graph_invariants(real_trace, hepth_source):
         assert refs[idx[e.citing], idx[e.cited]] == 1
     kept_edges = [e for e in t.edges if e.kept]
     touched = {e.citing for e in kept_edges} | {e.cited for e in kept_edges}
-    assert {n.paper.id for n in t.nodes if n.kept} == touched  # no kept node without a kept edge
+    text = {n.paper.id for n in t.nodes if n.role == "text"}  # full-query hits the expansion did not reach
+    assert text <= {h.paper_id for h in t.query_hits[: t.settings.text_candidates]}
+    # no kept node without a kept edge, except text candidates (exempt from isolation pruning)
+    assert {n.paper.id for n in t.nodes if n.kept} == touched | text
     assert math.isclose(sum(t.ranking.scores.values()), 1.0, abs_tol=1e-9)
     assert len(t.results) == 50
     seed_ids = {s.paper_id for s in t.seeds}
-    assert all(n.role == ("seed" if n.paper.id in seed_ids else "expanded") for n in t.nodes)
+    assert all(n.role == ("seed" if n.paper.id in seed_ids else "text" if n.paper.id in text else "expanded")
+               for n in t.nodes)
     for r in t.results:  # every trail is a chain of kept edges from a seed
         if r.trail:
             assert r.trail[0].source in seed_ids and r.trail[-1].target == r.paper_id

@@ -1,0 +1,97 @@
+"""Benchmark files (JSONL) and the leakage-free protocol of the citation benchmarks.
+
+One query a line: ``qid`` (string, unique), ``query`` (string), ``relevant``
+(non-empty list of paper ids); optional ``paper_id`` (the paper the query
+comes from) and ``year``. Other keys are kept in ``extra``.
+
+Protocol (``../shared/data/README.md``): when a query comes from paper P, P
+and every paper whose month is later than P's are invisible to search,
+expansion and ranking. The month of a hep-th id is its ``YYMM`` prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..sources.base import SourceFilter
+
+
+@dataclass(frozen=True)
+class BenchQuery:
+    """One benchmark query and its ground truth."""
+
+    qid: str
+    query: str
+    relevant: tuple[str, ...]
+    paper_id: str | None = None
+    year: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def month_of_id(paper_id: str) -> int | None:
+    """``YYYYMM`` of a hep-th style id (``YYMM###``, e.g. 9711200 → 199711); None when it is not one."""
+    pid = paper_id.strip()
+    if len(pid) != 7 or not pid.isdigit():
+        return None
+    yy, mm = int(pid[:2]), int(pid[2:4])
+    if not 1 <= mm <= 12:
+        return None
+    year = 1900 + yy if yy >= 90 else 2000 + yy
+    return year * 100 + mm
+
+
+def leakage_filter(q: BenchQuery, paper_month: int | None = None) -> SourceFilter | None:
+    """The SourceFilter hiding q's paper and everything after its month; None for a query with no paper.
+
+    ``paper_month`` overrides the month derived from the id (sources whose ids do not encode one).
+    """
+    if not q.paper_id:
+        return None
+    month = paper_month if paper_month is not None else month_of_id(q.paper_id)
+    return SourceFilter(max_month=month, exclude=frozenset({q.paper_id}))
+
+
+def load_benchmark(path: str | Path, limit: int | None = None) -> list[BenchQuery]:
+    """Parse a benchmark file; raise :class:`InputError` naming the line of the first bad record."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"benchmark file not found: {p}")
+    out: list[BenchQuery] = []
+    seen: set[str] = set()
+    with open(p, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{p.name} line {lineno}: not valid JSON ({e.msg})") from None
+            if not isinstance(rec, dict):
+                raise InputError(f"{p.name} line {lineno}: expected a JSON object")
+            qid, query, relevant = rec.get("qid"), rec.get("query"), rec.get("relevant")
+            if not isinstance(qid, str | int) or str(qid) == "":
+                raise InputError(f"{p.name} line {lineno}: missing 'qid'")
+            if not isinstance(query, str) or not query.strip():
+                raise InputError(f"{p.name} line {lineno}: missing or empty 'query'")
+            if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str | int) for r in relevant):
+                raise InputError(f"{p.name} line {lineno}: 'relevant' must be a non-empty list of paper ids")
+            qid = str(qid)
+            if qid in seen:
+                raise InputError(f"{p.name} line {lineno}: duplicate qid {qid!r}")
+            seen.add(qid)
+            year = rec.get("year")
+            if year is not None and not isinstance(year, int):
+                raise InputError(f"{p.name} line {lineno}: 'year' must be an integer")
+            pid = rec.get("paper_id")
+            extra = {k: v for k, v in rec.items() if k not in ("qid", "query", "relevant", "paper_id", "year")}
+            out.append(BenchQuery(qid, query, tuple(dict.fromkeys(str(r) for r in relevant)),
+                                  str(pid) if pid is not None else None, year, extra))
+            if limit is not None and len(out) >= limit:
+                break
+    if not out:
+        raise InputError(f"{p.name}: no queries")
+    return out

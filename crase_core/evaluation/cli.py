@@ -1,0 +1,128 @@
+"""``crase eval``: run a method (or an ablation family) over a benchmark file.
+
+``add_eval_parser(subparsers)`` registers the subcommand on the main ``crase``
+parser. Contract: ``crase eval BENCH.jsonl --out DIR [--method M] [pipeline
+options]`` writes ``DIR/summary.json``, ``DIR/per_query.jsonl`` and
+``DIR/report.md`` (+ PNG plots). ``--ablation NAME`` runs every variant of the
+family into ``DIR/<variant>/`` and writes one comparison report in ``DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .harness import CORRUPTIONS, EvalJob, run_eval
+from .methods import METHODS
+from .report import RunSummary, write_report
+
+ABLATIONS: dict[str, str] = {
+    "baselines": "every method on the same candidate pool (paper Table 1)",
+    "hops": "expansion radius 1 / 1.5 / 2 (Table 9: with |V| and entailment calls)",
+    "m": "seed budget m = 5 / 10 / 15 / 20 (Table 10)",
+    "theta": "support threshold θ = 0.5 / 0.65 / 0.75 / 0.85",
+    "tau": "pruning threshold τ = 0 / 0.2 / 0.4 / 0.6",
+    "beta": "age decay β = 0 / 0.5 / 1",
+    "age": "age reference: current year vs the query's year (Table 3)",
+    "ranker": "ranker PPR / SALSA / CEP (Table 2)",
+    "pruning": "full pipeline vs the same graph unpruned (PPR, uniform weights)",
+    "corruption": "clean seeds vs lexical distractors vs random papers (App. K)",
+}
+
+
+def ablation_variants(name: str, job: EvalJob) -> list[tuple[str, EvalJob]]:
+    """(label, job) for each variant of an ablation family; ``job`` is the base configuration."""
+    s = job.settings
+    if name == "baselines":
+        from .dense import dense_available
+
+        methods = [m for m in METHODS if m != "dense" or dense_available()]
+        return [(m, replace(job, method=m)) for m in methods]
+    if name == "hops":
+        return [(f"hops={h:g}", replace(job, settings=s.replace(hops=h))) for h in (1.0, 1.5, 2.0)]
+    if name == "m":
+        return [(f"m={m}", replace(job, settings=s.replace(m=m))) for m in (5, 10, 15, 20)]
+    if name == "theta":
+        return [(f"theta={t:g}", replace(job, settings=s.replace(theta=t))) for t in (0.5, 0.65, 0.75, 0.85)]
+    if name == "tau":
+        return [(f"tau={t:g}", replace(job, settings=s.replace(tau=t))) for t in (0.0, 0.2, 0.4, 0.6)]
+    if name == "beta":
+        return [(f"beta={b:g}", replace(job, settings=s.replace(beta=b))) for b in (0.0, 0.5, 1.0)]
+    if name == "age":
+        return [(f"age={a}", replace(job, age_reference=a)) for a in ("current", "query")]
+    if name == "ranker":
+        return [(f"ranker={r}", replace(job, settings=s.replace(ranker=r))) for r in ("ppr", "salsa", "cep")]
+    if name == "pruning":
+        return [("crase", replace(job, method="crase")), ("ppr-unpruned", replace(job, method="ppr-unpruned"))]
+    if name == "corruption":
+        return [("clean", replace(job, corrupt_seeds=None))] + [
+            (c, replace(job, corrupt_seeds=c)) for c in CORRUPTIONS
+        ]
+    raise InputError(f"unknown ablation {name!r}; choose one of {', '.join(ABLATIONS)}")
+
+
+def _job_from_args(args: argparse.Namespace) -> EvalJob:
+    from ..cli import runtime_from_args, settings_from_args
+
+    return EvalJob(
+        bench=args.bench, out=args.out, method=args.method, settings=settings_from_args(args),
+        runtime=runtime_from_args(args), age_reference=args.age_reference, corrupt_seeds=args.corrupt_seeds,
+        workers=args.workers, limit=args.limit, retry_errors=args.retry_errors,
+    )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if args.workers < 1:
+        raise InputError(f"--workers must be ≥ 1 (got {args.workers})")
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be ≥ 1 (got {args.limit})")
+    job = _job_from_args(args)
+    out = Path(args.out)
+    if args.ablation:
+        runs: list[RunSummary] = []
+        for label, variant in ablation_variants(args.ablation, job):
+            folder = out / label.replace("=", "-")
+            summary = run_eval(replace(variant, out=str(folder)), fresh=args.fresh)
+            runs.append(RunSummary(label, summary, str(folder)))
+        path = write_report(out, runs, title=f"Ablation: {args.ablation} — {ABLATIONS[args.ablation]}")
+        (out / "ablation.json").write_text(json.dumps({r.label: r.summary for r in runs}, indent=2), encoding="utf-8")
+    else:
+        summary = run_eval(job, fresh=args.fresh)
+        label = job.method + (f" ({job.corrupt_seeds} seeds)" if job.corrupt_seeds else "")
+        runs = [RunSummary(label, summary, str(out))]
+        path = write_report(out, runs, title=f"crase eval: {label}")
+    for r in runs:
+        s = r.summary
+        print(f"{r.label:<22} R@5 {s['recall@5']:.4f}  R@50 {s['recall@50']:.4f}  "
+              f"MAP@5 {s['map@5']:.4f}  MAP@50 {s['map@50']:.4f}  ({s['queries']} queries)")
+    print(f"report: {path}")
+    return 0
+
+
+def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``eval`` on the ``crase`` sub-parsers; returns the sub-parser."""
+    from ..cli import _add_pipeline_arguments, _add_runtime_arguments
+
+    p = subparsers.add_parser("eval", help="measure retrieval quality on a benchmark (Recall@K, MAP@K)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("bench", help="benchmark JSONL: qid, query, relevant (+ paper_id, year)")
+    p.add_argument("--out", required=True, help="result folder (resumable: rerun to continue)")
+    p.add_argument("--method", default="crase", choices=METHODS, help="what to evaluate (default: crase)")
+    p.add_argument("--ablation", choices=sorted(ABLATIONS), default=None,
+                   help="run a family of variants: " + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()))
+    p.add_argument("--age-reference", choices=("current", "query"), default="current",
+                   help="measure paper ages from the current year (default) or from the query's year")
+    p.add_argument("--corrupt-seeds", choices=CORRUPTIONS, default=None,
+                   help="seed-corruption stress test: replace the seeds (crase method only)")
+    p.add_argument("--workers", type=int, default=1, help="parallel worker processes (each ~300 MB)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    p.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
+    p.add_argument("--retry-errors", action="store_true", help="rerun queries whose row holds an error")
+    _add_pipeline_arguments(p)
+    _add_runtime_arguments(p)
+    p.set_defaults(func=cmd_eval)
+    return p

@@ -1,0 +1,249 @@
+"""The evaluation harness: run one method over a benchmark, resumably, and summarise.
+
+Contract (``crase eval``): ``DIR/per_query.jsonl`` gets one JSON row per
+finished query, appended and flushed as it finishes (a crash or Ctrl-C loses
+nothing; a rerun skips the qids already there); ``DIR/summary.json`` holds
+``recall@k``/``map@k`` for k in 5…50, ``queries``, medians of |V|, |E|,
+model calls and wall time; ``DIR/config.json`` pins what was run, so a rerun
+into the same DIR with another configuration is refused instead of mixing
+results.
+
+Each query runs against ``build_engine(config, source_filter=…)``: for a query
+taken from paper P the filter hides P and every paper after P's month. With
+``age_reference="query"`` ages are measured from the query's year (paper
+Table 3 ablation); by default from the current year. Queries run in worker
+processes when ``workers > 1`` (the offline backend is CPU-bound; each worker
+shares the parent's corpus copy-on-write).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cache import stable_hash
+from ..errors import CraseError, InputError
+from ..runtime import RuntimeConfig, build_engine
+from ..settings import PipelineSettings
+from .benchmark import BenchQuery, leakage_filter, load_benchmark
+from .methods import METHODS, run_method
+from .metrics import KS, aggregate_rows, per_query_metrics
+
+CORRUPTIONS = ("lexical", "random")
+
+
+@dataclass
+class EvalJob:
+    """Everything that determines the numbers of one evaluation run."""
+
+    bench: str
+    out: str
+    method: str = "crase"
+    settings: PipelineSettings = field(default_factory=PipelineSettings)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    age_reference: str = "current"  # "current" (paper default) or "query" (the query's year)
+    corrupt_seeds: str | None = None  # None, "lexical" or "random" (paper App. K)
+    workers: int = 1
+    limit: int | None = None
+    retry_errors: bool = False
+
+    def fingerprint(self, queries: list[BenchQuery]) -> dict[str, Any]:
+        return {
+            "bench": os.path.basename(self.bench),
+            "bench_hash": stable_hash([[q.qid, q.query, list(q.relevant), q.paper_id, q.year] for q in queries]),
+            "method": self.method,
+            "settings": asdict(self.settings),
+            "runtime": self.runtime.describe(),
+            "age_reference": self.age_reference,
+            "corrupt_seeds": self.corrupt_seeds,
+        }
+
+
+def settings_for(job: EvalJob, q: BenchQuery) -> PipelineSettings:
+    if job.age_reference == "query" and q.year is not None:
+        return job.settings.replace(age_reference_year=q.year)
+    return job.settings
+
+
+def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, Any]:
+    """One per-query row: metrics, top-k ids, costs; ``error`` instead of raising on a CraseError."""
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"qid": q.qid, "method": job.method, "n_relevant": len(q.relevant)}
+    try:
+        engine = build_engine(job.runtime, source_filter=leakage_filter(q))
+        settings = settings_for(job, q)
+        if job.corrupt_seeds:
+            from .stress import corrupted_run
+
+            out = corrupted_run(q, engine, settings, job.corrupt_seeds)
+        else:
+            out = run_method(job.method, q, engine, settings, dense=dense)
+        ranked = out.ranked[: settings.k]
+        stats = dict(out.stats)
+    except CraseError as e:
+        ranked, stats = [], {"error": str(e)}
+    row.update(per_query_metrics(ranked, q.relevant, KS))
+    row.update(stats)
+    row["ranked"] = ranked
+    row["wall_s"] = round(time.perf_counter() - t0, 4)
+    return row
+
+
+# ---- worker processes ---------------------------------------------------------------------------------
+_JOB: EvalJob | None = None
+_DENSE: Any = None
+
+
+def _init_worker(job: EvalJob, dense: Any) -> None:
+    global _JOB, _DENSE
+    _JOB, _DENSE = job, dense
+
+
+def _work(q: BenchQuery) -> dict[str, Any]:
+    assert _JOB is not None
+    return evaluate_query(_JOB, q, _DENSE)
+
+
+# ---- files ----------------------------------------------------------------------------------------------
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of a per_query.jsonl; a torn last line (crash mid-write) is ignored."""
+    rows: list[dict[str, Any]] = []
+    if not path.is_file():
+        return rows
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a half-written last line (a crash mid-write) so that new rows start on a fresh line."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def _median(values: Iterable[float | int | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return float(statistics.median(vals)) if vals else None
+
+
+def summarize(rows: list[dict[str, Any]], job_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json: the contract keys plus medians and error count."""
+    summary: dict[str, Any] = dict(aggregate_rows(rows, KS))
+    summary["queries"] = len(rows)
+    for key in ("n_nodes", "n_edges", "n_kept_nodes", "n_kept_edges", "model_calls", "entailment_calls",
+                "wall_s", "hub_degree@10", "hub_degree@50"):
+        summary[f"median_{key}"] = _median(r.get(key) for r in rows)
+    summary["total_wall_s"] = round(sum(r.get("wall_s", 0.0) for r in rows), 3)
+    summary["errors"] = sum(1 for r in rows if r.get("error"))
+    if job_info:
+        summary["job"] = job_info
+    return summary
+
+
+def _check_config(out: Path, fp: dict[str, Any]) -> None:
+    cfg = out / "config.json"
+    if cfg.is_file():
+        try:
+            old = json.loads(cfg.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            old = None
+        if old != json.loads(json.dumps(fp)):
+            diff = sorted(k for k in fp if old is None or old.get(k) != json.loads(json.dumps(fp[k])))
+            raise InputError(
+                f"{out} holds results of a different configuration (differs in: {', '.join(diff) or 'format'}); "
+                "use another --out folder or pass --fresh to start over"
+            )
+    else:
+        cfg.write_text(json.dumps(fp, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) ``job``; return the summary (also written to ``out/summary.json``)."""
+    if job.method not in METHODS:
+        raise InputError(f"unknown method {job.method!r}; choose one of {', '.join(METHODS)}")
+    if job.age_reference not in ("current", "query"):
+        raise InputError(f"age reference must be current or query (got {job.age_reference!r})")
+    if job.corrupt_seeds not in (None, *CORRUPTIONS):
+        raise InputError(f"seed corruption must be lexical or random (got {job.corrupt_seeds!r})")
+    if job.corrupt_seeds and job.method != "crase":
+        raise InputError("seed corruption applies to the crase method only")
+    queries = load_benchmark(job.bench, job.limit)
+    out = Path(job.out)
+    out.mkdir(parents=True, exist_ok=True)
+    per_query = out / "per_query.jsonl"
+    if fresh:
+        for name in ("per_query.jsonl", "config.json", "summary.json"):
+            (out / name).unlink(missing_ok=True)
+    fp = job.fingerprint(queries)
+    _check_config(out, fp)
+    _drop_torn_tail(per_query)
+    done_rows = {r["qid"]: r for r in read_rows(per_query)}
+    if job.retry_errors:
+        done_rows = {k: r for k, r in done_rows.items() if not r.get("error")}
+        with open(per_query, "w", encoding="utf-8") as f:  # rewrite without the failed rows
+            for r in done_rows.values():
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    todo = [q for q in queries if q.qid not in done_rows]
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    say(f"{job.method}: {len(queries)} queries, {len(queries) - len(todo)} already done, {len(todo)} to run")
+    dense = None
+    if job.method == "dense" and todo:
+        from .dense import DenseIndex
+
+        dense = DenseIndex(build_engine(job.runtime).source)
+    t_start = time.perf_counter()
+    workers = max(1, min(job.workers, len(todo)))
+    interrupted = False
+    with open(per_query, "a", encoding="utf-8") as f:
+        def record(row: dict[str, Any], i: int) -> None:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+            done_rows[row["qid"]] = row
+            el = time.perf_counter() - t_start
+            eta = el / i * (len(todo) - i)
+            err = f" ERROR {row['error']}" if row.get("error") else ""
+            say(f"[{i}/{len(todo)}] {row['qid']}: hits@50 {row['hits@50']}/{row['n_relevant']}, "
+                f"ap@50 {row['ap@50']:.3f}, {row['wall_s']:.1f}s (eta {eta:.0f}s){err}")
+
+        try:
+            if workers == 1:
+                if todo:
+                    build_engine(job.runtime)  # load corpus + index before the clock matters
+                for i, q in enumerate(todo, 1):
+                    record(evaluate_query(job, q, dense), i)
+            else:
+                build_engine(job.runtime)  # load once in the parent; workers share it copy-on-write
+                ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+                with ctx.Pool(workers, initializer=_init_worker, initargs=(job, dense)) as pool:
+                    try:
+                        for i, row in enumerate(pool.imap_unordered(_work, todo), 1):
+                            record(row, i)
+                    except KeyboardInterrupt:
+                        pool.terminate()
+                        raise
+        except KeyboardInterrupt:
+            interrupted = True
+    rows = [done_rows[q.qid] for q in queries if q.qid in done_rows]
+    summary = summarize(rows, {"method": job.method, "bench": os.path.basename(job.bench),
+                               "age_reference": job.age_reference, "corrupt_seeds": job.corrupt_seeds,
+                               "settings": asdict(job.settings), "complete": len(rows) == len(queries)})
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if interrupted:
+        say(f"interrupted: {len(rows)} of {len(queries)} queries saved in {per_query}; rerun the same command to resume")
+        raise KeyboardInterrupt
+    return summary
