@@ -67,7 +67,7 @@ def cost_table(runs: Sequence[RunSummary]) -> str:
             ("median_model_calls", "median model calls (uncached)"), ("median_wall_s", "median wall s"),
             ("median_hub_degree@10", "hub degree top-10"), ("median_hub_degree@50", "hub degree top-50"),
             ("errors", "errors")]
-    lines = ["| run | " + " | ".join(h for _, h in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    lines = ["| run | " + " | ".join(_md_escape(h) for _, h in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for r in runs:
         lines.append(f"| {_md_escape(r.label)} | " + " | ".join(_fmt(r.summary.get(k), 2) for k, _ in keys) + " |")
     return "\n".join(lines)
