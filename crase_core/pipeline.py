@@ -143,16 +143,29 @@ def plan_key(identity: str, query: str, L: int) -> str:
     return result_key("plan", identity, [query, L])
 
 
+#: Errors that mean "the model answered, unusably, after its retries". They are results like any
+#: other (asking again gets the same answer from the same model and prompt), so they are cached and a
+#: repeated query costs no new call. Transport errors (timeouts, 5xx, refused) are not cached.
+OUTPUT_FAILURE_PREFIX = "model output:"
+
+
+def is_output_failure(error: str | None) -> bool:
+    return bool(error) and error.startswith(OUTPUT_FAILURE_PREFIX)
+
+
 def _claimset_to_cache(cs: ClaimSet) -> dict:
     return {
         "claims": [[c.id, c.type, c.text, c.source_phrase, c.verbatim] for c in cs.claims],
         "title_only": cs.title_only,
         "notes": cs.notes,
+        **({"error": cs.error} if cs.error else {}),
     }
 
 
 def _claimset_from_cache(paper_id: str, identity: str, value: dict) -> ClaimSet:
     """Rebuild a cached claim set; raise ValueError/KeyError/TypeError when the entry is corrupt."""
+    if is_output_failure(value.get("error")) and value.get("claims") == []:
+        return ClaimSet(paper_id, [], identity, error=value["error"], notes=list(value.get("notes", [])), cached=True)
     claims = [Claim(i, t, x, s, bool(v)) for i, t, x, s, v in value["claims"]]
     if not claims or any(c.type not in CLAIM_TYPES or not isinstance(c.text, str) for c in claims):
         raise ValueError("corrupt claims entry")
@@ -272,12 +285,16 @@ def run_query(
     pkey = plan_key(backend.planner.identity, q, settings.L)
     cached_plan = cache.get_many([pkey]).get(pkey) if cache is not None else None
     if not (isinstance(cached_plan, dict) and isinstance(cached_plan.get("subqueries"), list)
-            and cached_plan["subqueries"] and all(isinstance(x, str) for x in cached_plan["subqueries"])):
+            and (cached_plan["subqueries"] or is_output_failure(cached_plan.get("error")))
+            and all(isinstance(x, str) for x in cached_plan["subqueries"])):
         cached_plan = None  # absent or corrupt: plan again
     if cached_plan:
         plan = PlanResult(q, list(cached_plan["subqueries"])[: settings.L], backend.planner.identity,
-                          notes=list(cached_plan.get("notes", [])), cached=True)
+                          error=cached_plan.get("error"), notes=list(cached_plan.get("notes", [])), cached=True)
         run.counters.cache_hits += 1
+        if plan.error:
+            run.counters.failures += 1
+            run.warnings.append(f"planner failed (cached answer): {plan.error}")
     else:
         plan = backend.planner.plan(q, settings.L)
         plan.subqueries = plan.subqueries[: settings.L]
@@ -288,6 +305,8 @@ def run_query(
         if plan.error:
             run.counters.failures += 1
             run.warnings.append(f"planner failed: {plan.error}")
+            if cache is not None and is_output_failure(plan.error):
+                cache.set_many({pkey: {"subqueries": [], "error": plan.error, "notes": plan.notes}})
         elif cache is not None and plan.subqueries:
             cache.set_many({pkey: {"subqueries": plan.subqueries, "notes": plan.notes}})
     if not plan.subqueries:
@@ -372,8 +391,9 @@ def run_query(
         if value is not None:
             try:
                 claimsets[n] = _claimset_from_cache(n, ext_id, value)
-            except (KeyError, TypeError, ValueError):
+            except (AttributeError, KeyError, TypeError, ValueError):
                 log.warning("corrupt cached claims for %s; recomputing", n)
+    run.counters.failures += sum(1 for cs in claimsets.values() if cs.error)  # cached model-output failures
     digests: dict[str, str] = {n: claims_digest(cs.claims) for n, cs in claimsets.items()}
     mkeys_known = {
         (u, v): matrix_key(sc_id, (), (), digests=(digests[u], digests[v]))
@@ -410,7 +430,7 @@ def run_query(
             run.counters.completion_tokens += cs.usage.completion_tokens
             if cs.error:
                 run.counters.failures += 1
-            else:
+            if not cs.error or is_output_failure(cs.error):
                 fresh[ckeys[paper.id]] = _claimset_to_cache(cs)
             if any("repair" in note for note in cs.notes):
                 run.counters.repairs += 1
@@ -431,6 +451,10 @@ def run_query(
     matrices: dict[tuple[str, str], EdgeMatrix] = {}
     for e, key in mkeys.items():
         value = cached_m.get(key)
+        if isinstance(value, dict) and is_output_failure(value.get("error")):
+            matrices[e] = EdgeMatrix([], sc_id, error=value["error"], cached=True)
+            run.counters.failures += 1
+            continue
         if value is not None:
             value = _valid_cached_matrix(value, len(claimsets[e[0]].claims), len(claimsets[e[1]].claims))
             if value is None:
@@ -461,6 +485,8 @@ def run_query(
             run.counters.completion_tokens += usage.completion_tokens
             if em.error:
                 run.counters.failures += 1
+                if is_output_failure(em.error):
+                    fresh[mkeys[e]] = {"error": em.error}
             else:
                 fresh[mkeys[e]] = em.matrix
             if any("repair" in note for note in em.notes):

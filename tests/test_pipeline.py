@@ -175,3 +175,52 @@ def test_leakage_filter_in_the_pipeline(hepth_source, hepth_engine):
     t = run_query("superconformal multi black hole moduli spaces", engine, PipelineSettings(), now=NOW)
     assert t.nodes and all(n.paper.month <= 199912 and n.paper.id != "9911001" for n in t.nodes)
     assert "1999-12" in t.source_filter
+
+
+class _PickyModel:
+    """A deterministic stand-in model: claims fail for one paper, matrices fail for one edge (like a model
+    whose answer stays unusable after its retries). Counts its calls."""
+
+    def __init__(self, base, bad_paper: str, bad_cited: str):
+        self.base, self.bad_paper, self.bad_cited, self.calls = base, bad_paper, bad_cited, 0
+        self.identity = "picky/v1"
+
+    def extract_many(self, papers):
+        self.calls += len(papers)
+        out = self.base.extractor.extract_many(papers)
+        for cs in out:
+            cs.extractor = self.identity
+            if cs.paper_id == self.bad_paper:
+                cs.claims, cs.error = [], "model output: 2 claims, expected 4-5"
+        return out
+
+    def score_many(self, pairs):
+        self.calls += len(pairs)
+        out = self.base.scorer.score_many(pairs)
+        for (_citing, cited), em in zip(pairs, out, strict=True):
+            em.scorer = self.identity
+            if cited and cited[0].text.startswith(self.bad_cited):
+                em.matrix, em.error = [], "model output: matrix has 3 rows, expected 4"
+        return out
+
+
+def test_model_output_failures_are_recorded_and_cached(tiny_source, tmp_path):
+    from crase_core.backends import ModelBackend
+
+    base = offline_backend()
+    bad_cited = tiny_source.get(["9801001"])["9801001"].abstract[:20]
+    model = _PickyModel(base, bad_paper="9802001", bad_cited=bad_cited)
+    backend = ModelBackend("picky", base.planner, model, model)
+    engine = Engine(tiny_source, backend, ResultCache(tmp_path / "rc4"))
+    a = run_query("black hole microstates anti-de Sitter", engine, PipelineSettings(m=3, L=2), now=NOW)
+    assert a.claims["9802001"].error.startswith("model output:")
+    failed_edges = [e for e in a.edges if e.error]
+    assert failed_edges and all(not e.kept and "scoring failed" in e.decision or "no claims" in e.decision
+                                for e in failed_edges)
+    assert a.counters.failures == 1 + sum(1 for e in a.edges if e.error and e.error.startswith("model output:"))
+    calls = model.calls
+    fresh = Engine(tiny_source, backend, ResultCache(tmp_path / "rc4"))  # disk cache only
+    b = run_query("black hole microstates anti-de Sitter", fresh, PipelineSettings(m=3, L=2), now=NOW)
+    assert model.calls == calls and b.counters.model_calls == 0  # the repeated query costs nothing
+    assert b.counters.failures == a.counters.failures
+    assert comparable(a) == comparable(b)
