@@ -37,12 +37,14 @@ ROLE_COLOURS: dict[str, str] = {
     "seed_pruned": "#e76f51",  # burnt orange
     "expanded": "#4f6d9a",  # slate blue
     "expanded_pruned": "#b8bfca",  # grey
+    "text": "#9b6bb5",  # muted violet: full-query text match outside the citation graph
 }
 ROLE_LABELS: dict[str, str] = {
     "seed_kept": "seed, kept",
     "seed_pruned": "seed, pruned",
     "expanded": "expanded (neighbour)",
     "expanded_pruned": "expanded, pruned",
+    "text": "text match (outside the graph)",
 }
 PRUNED_EDGE_COLOUR = "#d08c7f"
 
@@ -65,6 +67,8 @@ def node_role(node: NodeRecord) -> str:
     """One of ``ROLE_COLOURS``' keys."""
     if node.role == "seed":
         return "seed_kept" if node.kept else "seed_pruned"
+    if node.role == "text":
+        return "text"
     return "expanded" if node.kept else "expanded_pruned"
 
 

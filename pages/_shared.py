@@ -137,7 +137,7 @@ def run_caption(trace: RunTrace) -> None:
 def legend() -> None:
     items = "".join(
         f'<span><span class="dot" style="background:{ROLE_COLOURS[r]}"></span>{ROLE_LABELS[r]}</span>'
-        for r in ("seed_kept", "seed_pruned", "expanded", "expanded_pruned")
+        for r in ("seed_kept", "seed_pruned", "expanded", "expanded_pruned", "text")
     )
     items += '<span><span class="line"></span>kept edge (darker, thicker = higher Δ)</span>'
     items += '<span><span class="dash"></span>pruned edge (Δ ≤ τ)</span>'
