@@ -65,15 +65,22 @@ def settings_form() -> PipelineSettings:
     ranker = c[0].selectbox("Ranker", rankers, index=rankers.index(d.ranker) if d.ranker in rankers else 0,
                             help=h("ranker") + " (rankers available here: " + ", ".join(rankers) + ")",
                             key="set_ranker", format_func=str.upper)
-    personalization = c[1].selectbox("Restart distribution", ["uniform", "relevance"], help=h("personalization"),
-                                     key="set_pers")
+    restarts = ["query", "uniform", "relevance"]
+    personalization = c[1].selectbox("Restart distribution", restarts, index=restarts.index(d.personalization),
+                                     help=h("personalization"), key="set_pers")
     cap_on = c[2].number_input("Model-call cap (0 = none)", 0, 10_000_000, 0, step=1000, help=h("max_model_calls"),
                                key="set_cap")
     ref_year = c[3].number_input("Age reference year (0 = this year)", 0, 3000, 0, help=h("age_reference_year"),
                                  key="set_refyear")
+    c = st.columns(4)
+    query_power = c[0].slider("γ — query restart exponent", 0.5, 6.0, d.query_power, 0.5, help=h("query_power"),
+                              key="set_gamma", disabled=personalization != "query")
+    text_candidates = c[1].number_input("Text candidates", 0, 100, d.text_candidates, help=h("text_candidates"),
+                                        key="set_textc")
     return PipelineSettings(
         k=int(k), m=int(m), L=int(L), hops=float(hops), theta=float(theta), tau=float(tau), beta=float(beta),
-        alpha=float(alpha), ranker=ranker, personalization=personalization,
+        alpha=float(alpha), ranker=ranker, personalization=personalization, query_power=float(query_power),
+        text_candidates=int(text_candidates),
         max_model_calls=int(cap_on) or None, age_reference_year=int(ref_year) or None,
     )
 

@@ -46,6 +46,9 @@ def test_search_runs_saves_and_escapes(app_env):
     assert not at.exception and not at.error
     trace = at.session_state["trace"]
     assert trace.query == QUERY and len(trace.results) == 6
+    from crase_core.settings import PipelineSettings
+
+    assert trace.settings == PipelineSettings()  # the form's untouched defaults are the library's
     text = _all_markdown(at)
     # the hostile title is rendered escaped (as text), never as raw HTML
     assert "&lt;script&gt;alert\\('xss'\\)&lt;/script&gt;" in text
