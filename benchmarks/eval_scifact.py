@@ -21,12 +21,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "scifact"))
     ap.add_argument("--theta", type=float, default=0.75)
-    ap.add_argument("--r0", type=float, action="append", default=None, help="lexical scorer r0 values (default: 0.15 and 0.35)")
+    ap.add_argument("--r0", type=float, action="append", default=None, help="lexical scorer r0 values (default: the default calibration, 0.15 and 0.35)")
     ap.add_argument("--llm", action="store_true", help="also evaluate the openai backend's scorer (needs its settings)")
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     pairs = load_pairs(limit=args.limit)
-    scorers = [offline_scorer(pairs, r0=r0) for r0 in (args.r0 or [0.15, 0.35])]
+    scorers = [offline_scorer(pairs, r0=r0) for r0 in (args.r0 or [None, 0.15, 0.35])]  # None: the default
     if args.llm:
         from crase_core.runtime import RuntimeConfig, build_engine
 

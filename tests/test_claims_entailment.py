@@ -98,3 +98,15 @@ def test_validate_matrix():
                      ([[float("nan"), 0], [0, 0]], "outside"), ([[True, 0], [0, 0]], "not a number")]:
         with pytest.raises(ValueError, match=why):
             validate_matrix(bad, 2, 2)
+
+
+def test_default_calibration_supports_at_fifteen_percent_idf_recall():
+    # θ = 0.75 ⇔ r ≥ 0.15 (the default calibration, docs/benchmarks.md): 1 of 5 equal-IDF terms shared is
+    # supported, 1 of 10 is not
+    s = LexicalSupportScorer(idf=lambda t: 1.0)
+    cited = [Claim("c1", "THEORETICAL", "anomaly", "x")]
+    five = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux", "x")]
+    ten = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux axion dilaton modulus quiver instanton", "x")]
+    [a], [b] = s.score_many([(five, cited)]), s.score_many([(ten, cited)])
+    assert a.matrix[0][0] >= 0.75 > b.matrix[0][0]
+    assert s.identity == "lexical-support/v1(r0=0.058449,k=12)"
