@@ -109,4 +109,6 @@ def test_default_calibration_supports_at_fifteen_percent_idf_recall():
     ten = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux axion dilaton modulus quiver instanton", "x")]
     [a], [b] = s.score_many([(five, cited)]), s.score_many([(ten, cited)])
     assert a.matrix[0][0] >= 0.75 > b.matrix[0][0]
-    assert s.identity == "lexical-support/v1(r0=0.058449,k=12)"
+    assert s.identity == "lexical-support/v1(r0=0.11338,k=30)"
+    unrelated = s.score_many([([Claim("c1", "THEORETICAL", "glueball lattice spectrum", "x")], cited)])[0]
+    assert unrelated.matrix[0][0] < 0.05
