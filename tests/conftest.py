@@ -53,3 +53,17 @@ def tiny_source(tiny_corpus_dir, _isolated_cache):
     from crase_core.sources.local import LocalSource
 
     return LocalSource.open(tiny_corpus_dir)
+
+
+@pytest.fixture
+def fake():
+    """A fresh local HTTP server replaying the Semantic Scholar Graph API (tests/fixtures/s2/fake_api.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "s2"))
+    from fake_api import FakeS2
+
+    api = FakeS2()
+    api.base_url = api.start()
+    yield api
+    api.stop()

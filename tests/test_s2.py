@@ -37,13 +37,6 @@ from crase_core.sources.semantic_scholar import (  # noqa: E402
 SECRET = "s2-TEST-KEY-9f3c1e77d2"
 
 
-@pytest.fixture
-def fake():
-    api = FakeS2()
-    api.base_url = api.start()
-    yield api
-    api.stop()
-
 
 def make_source(fake: FakeS2, tmp_path: Path, key: str | None = None, **settings) -> SemanticScholarSource:
     opts = {"base_url": fake.base_url, "rate": 0, "backoff_base": 0.01, "cache_dir": str(tmp_path / "s2cache"),

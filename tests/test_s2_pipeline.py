@@ -6,8 +6,6 @@ import logging
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "s2"))
 from fake_api import FakeS2  # noqa: E402
 
@@ -23,13 +21,6 @@ QUERY = "transformer attention mechanism"
 SECRET = "s2-PIPELINE-KEY-51ab07"
 PAGE, PAGES = 10, 2  # at most 20 citers per paper: the hub p01 (31 citers) is cut
 
-
-@pytest.fixture
-def fake():
-    api = FakeS2()
-    api.base_url = api.start()
-    yield api
-    api.stop()
 
 
 def engine_for(fake: FakeS2, tmp_path: Path, key: str = "") -> Engine:
