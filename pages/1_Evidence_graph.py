@@ -13,14 +13,16 @@ from crase_core.ui_support import (
     seed_subqueries,
     vis_network_data,
 )
-from pages._shared import current_trace, graph_component, guarded, inspector, legend, page_header, run_caption
+from pages._shared import (
+    graph_component,
+    guarded,
+    inspector,
+    legend,
+    trace_page,
+)
 
-page_header("Evidence graph", "Click an edge to see both papers' claims, the entailment matrix, Δ and the prune "
+trace = trace_page("Evidence graph", "Click an edge to see both papers' claims, the entailment matrix, Δ and the prune "
             "decision; click a paper for its claims, seed fate and score.")
-trace = current_trace()
-if trace is None:
-    st.stop()
-run_caption(trace)
 
 
 @st.cache_data(max_entries=16, show_spinner="Laying out the graph…")

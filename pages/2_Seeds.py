@@ -6,14 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from crase_core.ui_support import md_escape
-from pages._shared import current_trace, page_header, run_caption
+from pages._shared import trace_page
 
-page_header("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
+trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
             "recency ranking. Stage 2 decides its fate: ✓ kept (some edge survives) or ✗ pruned (every edge has Δ ≤ τ).")
-trace = current_trace()
-if trace is None:
-    st.stop()
-run_caption(trace)
 
 plan = trace.plan
 kept = sum(1 for s in trace.seeds if s.fate == "kept")

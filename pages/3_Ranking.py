@@ -8,14 +8,10 @@ import streamlit as st
 
 from crase_core.ranking import RANKERS
 from crase_core.rerank import Reranked, rerank
-from pages._shared import current_trace, guarded, page_header, run_caption
+from pages._shared import guarded, trace_page
 
-page_header("Ranking", "Scores of the kept papers under each ranker (personalised PageRank, SALSA, and any other "
+trace = trace_page("Ranking", "Scores of the kept papers under each ranker (personalised PageRank, SALSA, and any other "
             "registered ranker), re-computed from the saved graph — no model calls.")
-trace = current_trace()
-if trace is None:
-    st.stop()
-run_caption(trace)
 
 
 @st.cache_data(max_entries=32, show_spinner="Ranking…")

@@ -12,20 +12,14 @@ from crase_core.ui_support import short_title
 from pages._shared import (
     audit_store,
     claims_frame,
-    current_trace,
     edge_inspector,
     guarded,
-    page_header,
     paper_line,
-    run_caption,
+    trace_page,
 )
 
-page_header("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
+trace = trace_page("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
             "(SQLite next to the runs folder) and summarised like the paper's Table 5.")
-trace = current_trace()
-if trace is None:
-    st.stop()
-run_caption(trace)
 store = audit_store()
 auditor = st.session_state.get("auditor", "").strip()
 

@@ -117,6 +117,16 @@ def current_trace() -> RunTrace | None:
     return trace
 
 
+def trace_page(title: str, subtitle: str) -> RunTrace:
+    """Header, then the open run and its caption; stops the page (with a pointer) when no run is open."""
+    page_header(title, subtitle)
+    trace = current_trace()
+    if trace is None:
+        st.stop()
+    run_caption(trace)
+    return trace
+
+
 def open_trace(trace: RunTrace, name: str) -> None:
     st.session_state["trace"] = trace
     st.session_state["run_name"] = name
