@@ -88,4 +88,5 @@ def test_the_shipped_dev_benchmarks_parse_when_present():
     refs = load_benchmark(root / "hepth_refs_dev.jsonl")
     assert len(refs) == 150 and all(q.paper_id and month_of_id(q.paper_id) for q in refs)
     ls = load_benchmark(root / "hepth_litsearch_dev.jsonl")
-    assert len(ls) == 20 and all(len(q.relevant) == 1 for q in ls)
+    assert len(ls) == 70 and all(1 <= len(q.relevant) <= 4 for q in ls)
+    assert {q.extra.get('kind') for q in ls} == {'specific', 'broad', 'paraphrase', 'short'}
