@@ -21,12 +21,14 @@ from typing import Any
 import diskcache
 import platformdirs
 
+from . import environment
+
 log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
     """``$CRASE_CACHE_DIR``, else the per-user cache dir (``~/.cache/crase``)."""
-    root = os.environ.get("CRASE_CACHE_DIR") or platformdirs.user_cache_dir("crase")
+    root = environment.get(environment.CACHE_DIR) or platformdirs.user_cache_dir("crase")
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -14,11 +14,14 @@ walk visits the candidate anyway (its background visitation):
 * calibrated score c(v) = M(v) / b(v), normalised to sum to 1; a node no seed
   reaches scores 0.
 
-Defaults are the paper's (Table 8): λ = 0.5, α_b = 0.5, T_b = 24. The path
+Defaults are the paper's (Table 8): λ = 0.5, α_b = 0.5, T_b = 24; they are the
+pipeline settings ``cep_hop_discount``, ``cep_background_restart`` and
+``cep_background_iterations`` (see :mod:`crase_core.rankers`). The path
 that realises M(v) is kept in ``RankingResult.paths`` (seed first). M is found
 exactly by Dijkstra on costs −log(λ P) ≥ 0 from sources with cost −log p(s).
-The teleport ``alpha`` and ``tol`` of the Ranker interface do not apply
-(CEP is not a stationary distribution); ``iterations`` reports T_b.
+The walk's teleport α, ``tol`` and ``max_iter`` do not apply (CEP is not a
+stationary distribution; the settings refuse them for this ranker);
+``iterations`` reports T_b.
 """
 
 from __future__ import annotations
@@ -26,21 +29,21 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
+from .ranking import WeightedGraph, restart_vector, row_normalize
 from .records import RankingResult
 
-if TYPE_CHECKING:  # ranking imports this module to register "cep"; import it lazily here
-    from .ranking import WeightedGraph
+HOP_DISCOUNT = 0.5
+BACKGROUND_RESTART = 0.5
+BACKGROUND_ITERATIONS = 24
 
 
-def background_visitation(graph: WeightedGraph, restart: float = 0.5, iterations: int = 24) -> np.ndarray:
+def background_visitation(graph: WeightedGraph, restart: float = BACKGROUND_RESTART,
+                          iterations: int = BACKGROUND_ITERATIONS) -> np.ndarray:
     """b after ``iterations`` steps of the uniform-restart walk (see the module docstring); sums to 1."""
-    from .ranking import row_normalize
-
     n = len(graph.nodes)
     if n == 0:
         return np.zeros(0)
@@ -54,11 +57,9 @@ def background_visitation(graph: WeightedGraph, restart: float = 0.5, iterations
 
 
 def strongest_paths(
-    graph: WeightedGraph, p: np.ndarray, hop_discount: float = 0.5
+    graph: WeightedGraph, p: np.ndarray, hop_discount: float = HOP_DISCOUNT
 ) -> tuple[np.ndarray, dict[int, list[int]]]:
     """(M, path of each reached node as node positions, seed first) — see the module docstring."""
-    from .ranking import row_normalize
-
     n = len(graph.nodes)
     w, _ = row_normalize(graph.matrix())
     w = w.tocsr()
@@ -99,33 +100,28 @@ class ContrastiveEvidencePaths:
 
     name = "cep"
 
-    def __init__(self, hop_discount: float = 0.5, background_restart: float = 0.5, background_iterations: int = 24):
+    def rank(
+        self, graph: WeightedGraph, personalization: Mapping[str, float], *,
+        hop_discount: float = HOP_DISCOUNT, background_restart: float = BACKGROUND_RESTART,
+        background_iterations: int = BACKGROUND_ITERATIONS,
+    ) -> RankingResult:
+        """CEP scores with hop discount λ, background restart α_b and T_b background steps."""
         if not 0.0 < hop_discount <= 1.0:
             raise InputError(f"CEP hop discount λ must be in (0, 1] (got {hop_discount})")
         if not 0.0 < background_restart <= 1.0:
             raise InputError(f"CEP background restart must be in (0, 1] (got {background_restart})")
         if background_iterations < 0:
             raise InputError(f"CEP background iterations must be ≥ 0 (got {background_iterations})")
-        self.hop_discount = hop_discount
-        self.background_restart = background_restart
-        self.background_iterations = background_iterations
-
-    def rank(
-        self, graph: WeightedGraph, personalization: Mapping[str, float], *, alpha: float = 0.15,
-        tol: float = 1e-10, max_iter: int = 1000,
-    ) -> RankingResult:
-        from .ranking import _restart_vector
-
         n = len(graph.nodes)
         if n == 0:
             return RankingResult(self.name, {}, 0, True, 0.0)
-        p = _restart_vector(graph, personalization)
-        m, paths = strongest_paths(graph, p, self.hop_discount)
-        b = background_visitation(graph, self.background_restart, self.background_iterations)
+        p = restart_vector(graph, personalization)
+        m, paths = strongest_paths(graph, p, hop_discount)
+        b = background_visitation(graph, background_restart, background_iterations)
         c = np.divide(m, b, out=np.zeros(n), where=b > 0)
         total = c.sum()
         c = c / total if total > 0 else c
         result = RankingResult(self.name, dict(zip(graph.nodes, c.tolist(), strict=True)),
-                               self.background_iterations, True, 0.0)
+                               background_iterations, True, 0.0)
         result.paths = {graph.nodes[j]: [graph.nodes[i] for i in path] for j, path in paths.items()}
         return result

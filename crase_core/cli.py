@@ -14,77 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import trace as trace_io
+from .config import add_arguments, settings_from_args
 from .errors import CraseError
+from .evaluation.cli import add_eval_parser
 from .pipeline import StageEvent, run_query
-from .runtime import BACKEND_FACTORIES, SOURCE_FACTORIES, RuntimeConfig, build_engine
-from .settings import PipelineSettings
+from .runtime import build_engine
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
-
-
-def _add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
-    d = PipelineSettings()
-    g = p.add_argument_group("pipeline settings")
-    h = PipelineSettings.help
-    g.add_argument("--k", type=int, default=d.k, help=h("k"))
-    g.add_argument("--m", type=int, default=d.m, help=h("m"))
-    g.add_argument("--L", type=int, default=d.L, help=h("L"))
-    g.add_argument("--search-limit", type=int, default=d.search_limit, help=h("search_limit"))
-    g.add_argument("--hops", type=float, default=d.hops, choices=(1.0, 1.5, 2.0), help=h("hops"))
-    g.add_argument("--neighbor-cap", type=int, default=d.neighbor_cap, help=h("neighbor_cap"))
-    g.add_argument("--ranker", default=d.ranker, help=h("ranker"))
-    g.add_argument("--theta", type=float, default=d.theta, help=h("theta"))
-    g.add_argument("--tau", type=float, default=d.tau, help=h("tau"))
-    g.add_argument("--beta", type=float, default=d.beta, help=h("beta"))
-    g.add_argument("--alpha", type=float, default=d.alpha, help=h("alpha"))
-    g.add_argument("--age-reference-year", type=int, default=d.age_reference_year, help=h("age_reference_year"))
-    g.add_argument("--personalization", default=d.personalization, choices=("uniform", "relevance", "query"),
-                   help=h("personalization"))
-    g.add_argument("--query-power", type=float, default=d.query_power, help=h("query_power"))
-    g.add_argument("--text-candidates", type=int, default=d.text_candidates, help=h("text_candidates"))
-    g.add_argument("--max-model-calls", type=int, default=d.max_model_calls, help=h("max_model_calls"))
-
-
-def settings_from_args(args: argparse.Namespace) -> PipelineSettings:
-    return PipelineSettings(
-        k=args.k, m=args.m, L=args.L, search_limit=args.search_limit, hops=args.hops,
-        neighbor_cap=args.neighbor_cap, ranker=args.ranker, theta=args.theta, tau=args.tau, beta=args.beta,
-        alpha=args.alpha, age_reference_year=args.age_reference_year, personalization=args.personalization,
-        query_power=args.query_power, text_candidates=args.text_candidates,
-        max_model_calls=args.max_model_calls,
-    )
-
-
-def _add_runtime_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("source and model backend")
-    g.add_argument("--source", default="local", help=f"paper source: {' | '.join(sorted(SOURCE_FACTORIES))}")
-    g.add_argument("--corpus", default=None, help="local corpus folder (papers.jsonl + citations.tsv); default: embedded hep-th")
-    g.add_argument("--backend", default="offline", help=f"model backend: {' | '.join(sorted(BACKEND_FACTORIES))}")
-    g.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
-    for hook in _option_hooks():
-        hook.add_cli_arguments(p)
-
-
-def _option_hooks() -> list:
-    """Modules that contribute CLI flags for their source/backend (``add_cli_arguments``/``options_from_args``)."""
-    hooks = []
-    for name in ("crase_core.llm.config", "crase_core.sources.semantic_scholar"):
-        try:
-            module = __import__(name, fromlist=["add_cli_arguments"])
-        except ImportError:
-            continue
-        if hasattr(module, "add_cli_arguments") and hasattr(module, "options_from_args"):
-            hooks.append(module)
-    return hooks
-
-
-def runtime_from_args(args: argparse.Namespace) -> RuntimeConfig:
-    options: dict = {}
-    for hook in _option_hooks():
-        options.update(hook.options_from_args(args))
-    return RuntimeConfig(source=args.source, backend=args.backend, corpus_dir=args.corpus,
-                         use_cache=not args.no_cache, options=options)
 
 
 # ---- output -----------------------------------------------------------------------------------------
@@ -143,13 +80,13 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
 
 def cmd_query(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    engine = build_engine(runtime_from_args(args))
+    engine = build_engine(settings.runtime)
     progress = None if args.quiet else _progress_printer(sys.stderr)
     try:
-        trace = run_query(args.query, engine, settings, progress=progress)
+        trace = run_query(args.query, engine, settings.pipeline, progress=progress)
     finally:
         engine.backend.close()
-    print(format_trace(trace, args.k))
+    print(format_trace(trace, settings.pipeline.k))
     if args.json:
         path = trace_io.save(trace, args.json)
         print(f"\nTrace written to {path}")
@@ -173,8 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("query", help="answer a literature-search query")
     q.add_argument("query", help="the question, in quotes")
-    _add_pipeline_arguments(q)
-    _add_runtime_arguments(q)
+    add_arguments(q)
     q.add_argument("--json", metavar="PATH", help="write the run trace (JSON) to PATH")
     q.add_argument("--quiet", action="store_true", help="no per-stage progress on stderr")
     q.set_defaults(func=cmd_query)
@@ -185,12 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--edges", action="store_true", help="also list every edge decision")
     s.set_defaults(func=cmd_show)
 
-    try:
-        from .evaluation.cli import add_eval_parser
-    except ImportError:
-        pass
-    else:
-        add_eval_parser(sub)
+    add_eval_parser(sub)
     return parser
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from . import environment
 from .errors import CorpusError
 from .records import Paper
 
@@ -122,7 +123,7 @@ class Corpus:
 
 def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | None = None) -> Corpus:
     """Load a corpus folder (default: the embedded hep-th corpus, or ``$CRASE_CORPUS``)."""
-    directory = Path(directory or os.environ.get("CRASE_CORPUS") or DEFAULT_CORPUS_DIR)
+    directory = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     if not directory.is_dir():
         raise CorpusError(f"corpus folder {directory} does not exist")
     papers_path = _find(directory, "papers.jsonl")

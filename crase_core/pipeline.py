@@ -22,7 +22,8 @@ from .backends import ModelBackend
 from .cache import ResultCache, result_key, stable_hash
 from .errors import BudgetExceeded, InputError
 from .expansion import expand
-from .ranking import WeightedGraph, get_ranker, top_k
+from .rankers import rank
+from .ranking import WeightedGraph, top_k
 from .records import (
     CLAIM_TYPES,
     Budget,
@@ -562,7 +563,7 @@ def run_query(
         )
     wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in edges if e.kept])
     ranking = (
-        get_ranker(settings.ranker).rank(wgraph, p, alpha=settings.alpha, tol=settings.tol, max_iter=settings.max_iter)
+        rank(settings, wgraph, p)
         if rank_ids
         else RankingResult(settings.ranker, {})
     )

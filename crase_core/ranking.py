@@ -17,13 +17,18 @@ over the graph's nodes (scores sum to 1).
   h = α p + (1−α) (Bᵀ Fᵀ h + d(h) p), d(h) the dangling hub mass;
   the score is the authority distribution a ∝ Fᵀ h. Papers nobody in the
   graph cites score 0.
+
+The registry of rankers (names, the settings each one reads, the one
+``rank(settings, graph, p)`` call) is :mod:`crase_core.rankers`; the helpers
+shared with other rankers (:class:`WeightedGraph`, :func:`row_normalize`,
+:func:`restart_vector`) are public here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,16 +77,21 @@ class WeightedGraph:
 
 
 class Ranker(Protocol):
-    """Scores every node of a weighted graph given a restart distribution p."""
+    """Scores every node of a weighted graph given a restart distribution p.
+
+    Each ranker takes its own keyword parameters (PPR/SALSA: ``alpha``, ``tol``,
+    ``max_iter``; CEP: its path and background parameters); which settings feed
+    them is declared in :mod:`crase_core.rankers`.
+    """
 
     name: str
 
-    def rank(
-        self, graph: WeightedGraph, personalization: Mapping[str, float], *, alpha: float, tol: float, max_iter: int
-    ) -> RankingResult: ...
+    def rank(self, graph: WeightedGraph, personalization: Mapping[str, float], *args: Any,
+             **params: Any) -> RankingResult: ...
 
 
-def _restart_vector(graph: WeightedGraph, personalization: Mapping[str, float]) -> np.ndarray:
+def restart_vector(graph: WeightedGraph, personalization: Mapping[str, float]) -> np.ndarray:
+    """p as a vector over ``graph.nodes``, normalised to sum 1 (non-negative, some mass on the graph)."""
     p = graph.vector(personalization)
     if (p < 0).any():
         raise InputError("personalization weights must be non-negative")
@@ -111,7 +121,7 @@ class PersonalizedPageRank:
         n = len(graph.nodes)
         if n == 0:
             return RankingResult(self.name, {}, 0, True, 0.0)
-        p = _restart_vector(graph, personalization)
+        p = restart_vector(graph, personalization)
         w, dangling = row_normalize(graph.matrix())
         wt = w.T.tocsr()
         pi = p.copy()
@@ -139,7 +149,7 @@ class PersonalizedSALSA:
         n = len(graph.nodes)
         if n == 0:
             return RankingResult(self.name, {}, 0, True, 0.0)
-        p = _restart_vector(graph, personalization)
+        p = restart_vector(graph, personalization)
         w = graph.matrix()
         forward, dangling = row_normalize(w)  # hub u → authority v
         backward, _ = row_normalize(w.T.tocsr())  # authority v → hub u
@@ -157,25 +167,6 @@ class PersonalizedSALSA:
         total = a.sum()
         a = a / total if total > 0 else np.full(n, 1.0 / n)
         return RankingResult(self.name, dict(zip(graph.nodes, a.tolist(), strict=True)), it, residual < tol, residual)
-
-
-RANKERS: dict[str, Ranker] = {"ppr": PersonalizedPageRank(), "salsa": PersonalizedSALSA()}
-
-
-def _register_cep() -> None:
-    from .cep import ContrastiveEvidencePaths  # cep imports this module: register after RANKERS exists
-
-    RANKERS["cep"] = ContrastiveEvidencePaths()
-
-
-_register_cep()
-
-
-def get_ranker(name: str) -> Ranker:
-    try:
-        return RANKERS[name]
-    except KeyError:
-        raise InputError(f"unknown ranker {name!r}; choose one of {', '.join(sorted(RANKERS))}") from None
 
 
 def top_k(scores: Mapping[str, float], k: int, tiebreak: Sequence[str] | None = None) -> list[tuple[str, float]]:

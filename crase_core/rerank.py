@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .pipeline import restart_distribution
-from .ranking import RANKERS, WeightedGraph, get_ranker, top_k
+from .rankers import get_ranker, rank, ranker_names
+from .ranking import WeightedGraph, top_k
 from .records import RankingResult
 from .trace import RunTrace
 
@@ -26,16 +27,15 @@ class Reranked:
 
 
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
-    """Rank ``trace``'s kept graph with ``ranker`` (a key of :data:`crase_core.ranking.RANKERS`)."""
-    r = get_ranker(ranker)
+    """Rank ``trace``'s kept graph with ``ranker`` (a name in :data:`crase_core.rankers.REGISTRY`)."""
+    get_ranker(ranker)  # an unknown name fails here, before any work
     kept = [n.paper.id for n in trace.nodes if n.kept]
     if not kept:
         return Reranked(ranker, RankingResult(ranker, {}), {})
     alive = set(kept)
     p = restart_distribution(trace.settings, trace.seeds, alive, kept, trace.query_hits)
     graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges if e.kept])
-    s = trace.settings
-    result = r.rank(graph, p, alpha=s.alpha, tol=s.tol, max_iter=s.max_iter)
+    result = rank(trace.settings.replace(ranker=ranker), graph, p)
     seed_ids = {x.paper_id for x in trace.seeds}
     hint = [x.paper_id for x in trace.seeds] + [n for n in kept if n not in seed_ids]
     order = top_k(result.scores, len(result.scores), hint)
@@ -44,4 +44,4 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
 
 def rerank_all(trace: RunTrace) -> dict[str, Reranked]:
     """Every registered ranker on the same kept graph, keyed by ranker name."""
-    return {name: rerank(trace, name) for name in RANKERS}
+    return {name: rerank(trace, name) for name in ranker_names()}

@@ -1,10 +1,12 @@
-"""Wiring: turn a :class:`RuntimeConfig` (source + backend choice) into an :class:`Engine`.
+"""Wiring: turn a :class:`RuntimeConfig` (source + backend choice and their settings) into an :class:`Engine`.
 
 Front ends (CLI, Streamlit, evaluation) build engines only through
 :func:`build_engine`, so every source and backend is selectable everywhere.
 New sources/backends register a factory in ``SOURCE_FACTORIES`` /
-``BACKEND_FACTORIES``. Nothing here holds a secret in a way that reaches a
-trace: ``RuntimeConfig.describe()`` omits keys.
+``BACKEND_FACTORIES`` (the ``source``/``backend`` choices of the settings read
+these registries). :mod:`crase_core.config` fills a ``RuntimeConfig`` from
+defaults, the settings file, the environment and the command line; keys ride
+only in fields excluded from ``repr`` and :meth:`RuntimeConfig.describe`.
 """
 
 from __future__ import annotations
@@ -13,31 +15,47 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
+from . import environment
 from .backends import ModelBackend, offline_backend
 from .cache import ResultCache
 from .errors import InputError
+from .knobs import check, knob
+from .llm.config import LLMSettings
 from .pipeline import Engine
 from .sources.base import PaperSource, SourceFilter
 from .sources.local import LocalSource
+from .sources.s2_http import S2Settings
+from .sources.semantic_scholar import s2_source
 from .termstats import TermStats
 
 
 @dataclass
 class RuntimeConfig:
-    """Which paper source and model backend a run uses, and their options.
+    """Which paper source and model backend a run uses, with their typed settings.
 
-    ``options`` holds backend/source specific settings (for example the model
-    endpoint's base URL); factories read what they need from it.
+    ``llm`` configures the ``openai`` backend, ``s2`` the ``s2`` source;
+    ``s2_api_key`` is the Semantic Scholar key for ``s2.base_url`` (set by
+    :mod:`crase_core.config` only when that URL is the operator's configured one).
     """
 
-    source: str = "local"
-    backend: str = "offline"
-    corpus_dir: str | None = None
-    use_cache: bool = True
-    cache_dir: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    source: str = knob("local", "Paper source.", label="Paper source", choices=lambda: tuple(SOURCE_FACTORIES))
+    backend: str = knob("offline", "Model backend (plans sub-queries, extracts claims, scores entailment).",
+                        label="Model backend", choices=lambda: tuple(BACKEND_FACTORIES))
+    corpus_dir: str | None = knob(None, "Local corpus folder (papers.jsonl + citations.tsv); default: the "
+                                  "embedded hep-th corpus.", flag="--corpus", env=environment.CORPUS, metavar="DIR",
+                                  form=False)
+    use_cache: bool = knob(True, "Read and write the result cache (--no-cache: do not).", flag="--no-cache",
+                           form=False)
+    cache_dir: str | None = knob(None, "Cache folder (results, corpus index, Semantic Scholar responses); "
+                                 "default: the per-user cache dir.", env=environment.CACHE_DIR, metavar="DIR",
+                                 form=False)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    s2: S2Settings = field(default_factory=S2Settings)
+    s2_api_key: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check(self)
 
     def describe(self) -> dict[str, str]:
         return {"source": self.source, "backend": self.backend, "corpus_dir": self.corpus_dir or "embedded"}
@@ -50,7 +68,7 @@ def _local_source(corpus_dir: str | None) -> LocalSource:
 
 def local_source(config: RuntimeConfig) -> LocalSource:
     """The local corpus source (opened once per process and corpus folder)."""
-    return _local_source(config.corpus_dir or os.environ.get("CRASE_CORPUS"))
+    return _local_source(config.corpus_dir)
 
 
 def _offline(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
@@ -59,18 +77,16 @@ def _offline(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
 
 
 def _s2(config: RuntimeConfig) -> PaperSource:
-    from .sources.semantic_scholar import s2_source  # imported on use: settings in config.options["s2"]
-
-    return s2_source(config)
+    return s2_source(config.s2, cache_dir=config.cache_dir, api_key=config.s2_api_key)
 
 
 SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source, "s2": _s2}
 
 
 def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
-    from .llm import backend_from_config  # imported on use: the offline default never loads the client
+    from .llm.backend import openai_backend  # imported on use: the offline default never loads the client
 
-    return backend_from_config(config, source)
+    return openai_backend(config.llm)
 
 
 BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend]] = {

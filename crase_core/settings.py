@@ -1,66 +1,122 @@
-"""The knobs of one pipeline run, each with its default and a description.
+"""The knobs of one pipeline run, each with its default, range or choices and help (field metadata).
 
-``PipelineSettings`` is recorded verbatim in every trace; it holds no secrets
-(endpoint credentials live in the backend's own settings and never reach a trace).
+``PipelineSettings`` is recorded verbatim in every trace (the ``preset`` it
+started from included); it holds no secrets (endpoint credentials live in the
+backend's own settings and never reach a trace). Front ends build their flags
+and form fields from the :class:`~crase_core.knobs.Knob` of each field
+(:mod:`crase_core.config`), so nothing here is listed twice. A ranker's own
+parameters are fields too; which ranker reads which is declared in the ranker
+registry (:mod:`crase_core.rankers`), and a knob that does not apply to the
+chosen ranker (or restart mode) is ignored here and refused by the front ends.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any
 
+from . import cep
 from .errors import InputError
+from .knobs import When, check, knob, spec, specs
+from .rankers import ranker_names, rankers_using
 
-Hops = Literal[1.0, 1.5, 2.0]
-RankerName = Literal["ppr", "salsa", "cep"]
+#: restart distributions of the walk (``personalization``), with what each means.
+RESTART_MODES: dict[str, str] = {
+    "query": "every ranked paper ∝ its search score for the full query to the power query_power",
+    "uniform": "uniform over the kept seeds (the paper's seed restart)",
+    "relevance": "kept seeds ∝ 1/best search rank",
+}
+
+#: named starting points; an explicit flag or form value overrides a preset's value.
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query),
+    # seed restarts and no text-only candidates
+    "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
+              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0},
+}
 
 
-def _knob(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+def _ranker_knob(setting: str) -> When:
+    return When("ranker", lambda: rankers_using(setting))
 
 
 @dataclass(frozen=True)
 class PipelineSettings:
     """Parameters of the three stages (defaults from DESIGN.md and the paper)."""
 
-    k: int = _knob(50, "Number of papers returned after ranking.")
-    m: int = _knob(10, "Seeds kept per sub-query (top t of both relevance and recency).")
-    L: int = _knob(5, "Maximum number of keyword sub-queries in the research plan.")
-    search_limit: int = _knob(100, "Results requested from the one search call per sub-query.")
-    hops: float = _knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.")
-    neighbor_cap: int | None = _knob(
+    k: int = knob(50, "Number of papers returned after ranking.", label="k — papers returned", minimum=1,
+                  form_max=500)
+    m: int = knob(10, "Seeds kept per sub-query (top t of both relevance and recency).",
+                  label="m — seeds per sub-query", minimum=1, form_max=50)
+    L: int = knob(5, "Maximum number of keyword sub-queries in the research plan.", label="L — sub-queries",
+                  minimum=1, maximum=20)
+    search_limit: int = knob(100, "Results requested from the one search call per sub-query.",
+                             label="Search results per sub-query", minimum=1, maximum=1000)
+    hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
+                       label="hops", choices=(1.0, 1.5, 2.0))
+    neighbor_cap: int | None = knob(
         None,
         "At most this many references and this many citers per expanded paper enter the graph "
         "(the most-cited are kept); None keeps all.",
+        label="Neighbour cap (0 = none)", minimum=1, none_as=0, form_max=100_000,
     )
-    theta: float = _knob(0.75, "θ: a citing claim is supported when some cited claim scores ≥ θ (Eq. 3).")
-    tau: float = _knob(0.0, "τ: edges with Δ ≤ τ are pruned (Eq. 4); 0 prunes exactly the unsupported ones.")
-    beta: float = _knob(0.5, "β: age decay exponent in w = Δ·age^(−β) (Eq. 5).")
-    age_reference_year: int | None = _knob(
-        None, "Year ages are measured against; None means the current year (the paper's default)."
+    theta: float = knob(0.75, "θ: a citing claim is supported when some cited claim scores ≥ θ (Eq. 3).",
+                        label="θ — support threshold", minimum=0.0, maximum=1.0, step=0.05)
+    tau: float = knob(0.0, "τ: edges with Δ ≤ τ are pruned (Eq. 4); 0 prunes exactly the unsupported ones.",
+                      label="τ — prune if Δ ≤ τ", minimum=0.0, maximum=1.0, max_open=True, step=0.05)
+    beta: float = knob(0.5, "β: age decay exponent in w = Δ·age^(−β) (Eq. 5).", label="β — age decay",
+                       minimum=0.0, maximum=10.0, step=0.05, form_max=2.0)
+    age_reference_year: int | None = knob(
+        None, "Year ages are measured against; None means the current year (the paper's default).",
+        label="Age reference year (0 = this year)", minimum=1000, maximum=3000, none_as=0,
     )
-    ranker: str = _knob("ppr", "Ranker over the pruned graph: ppr, salsa or cep.")
-    alpha: float = _knob(
+    ranker: str = knob("ppr", "Ranker over the pruned graph (registered rankers: see the choices).",
+                       label="Ranker", choices=ranker_names)
+    alpha: float = knob(
         0.5,
         "α: teleport (restart) probability of the walk (Eq. 6). The paper uses 0.15 with seed restarts; "
         "0.5 measured best with the query restart (docs/benchmarks.md).",
+        label="α — restart probability", minimum=0.0, maximum=1.0, min_open=True, max_open=True, step=0.01,
+        when=_ranker_knob("alpha"),
     )
-    personalization: str = _knob(
+    personalization: str = knob(
         "query",
         "Restart distribution: uniform over kept seeds; relevance (seeds ∝ 1/best search rank); or query "
         "(every ranked paper ∝ its search score for the full query to the power query_power).",
+        label="Restart distribution", choices=lambda: tuple(RESTART_MODES),
     )
-    query_power: float = _knob(3.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ.")
-    text_candidates: int = _knob(
+    query_power: float = knob(3.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ.",
+                              label="γ — query restart exponent", minimum=0.0, min_open=True, maximum=16.0,
+                              step=0.5, form_max=6.0, when=When("personalization", ("query",)))
+    text_candidates: int = knob(
         10,
         "Of the top N hits of one search for the full query, those outside the citation graph join the "
         "ranking as text-only candidates (no edges; scored by their restart mass). 0 turns this off.",
+        label="Text candidates", minimum=0, maximum=1000, form_max=100,
     )
-    tol: float = _knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.")
-    max_iter: int = _knob(1000, "Power-iteration cap.")
-    max_model_calls: int | None = _knob(
-        None, "Refuse to run when the uncached model calls would exceed this; None: no cap."
+    tol: float = knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.", minimum=0.0,
+                      min_open=True, maximum=1.0, form=False, when=_ranker_knob("tol"))
+    max_iter: int = knob(1000, "Power-iteration cap.", minimum=1, maximum=1_000_000, form=False,
+                         when=_ranker_knob("max_iter"))
+    cep_hop_discount: float = knob(cep.HOP_DISCOUNT, "CEP λ: each hop of an evidence path multiplies its "
+                                   "support by λ (SCI paper, Table 8).", label="CEP λ — hop discount",
+                                   minimum=0.0, min_open=True, maximum=1.0, step=0.05,
+                                   when=_ranker_knob("cep_hop_discount"))
+    cep_background_restart: float = knob(cep.BACKGROUND_RESTART, "CEP α_b: restart probability of the uniform "
+                                         "background walk that calibrates path support.",
+                                         label="CEP α_b — background restart", minimum=0.0, min_open=True,
+                                         maximum=1.0, step=0.05, when=_ranker_knob("cep_background_restart"))
+    cep_background_iterations: int = knob(cep.BACKGROUND_ITERATIONS, "CEP T_b: steps of the background walk.",
+                                          label="CEP T_b — background steps", minimum=0, maximum=10_000,
+                                          form_max=200, when=_ranker_knob("cep_background_iterations"))
+    max_model_calls: int | None = knob(
+        None, "Refuse to run when the uncached model calls would exceed this; None: no cap.",
+        label="Model-call cap (0 = none)", minimum=0, none_as=0, step=1000, form_max=10_000_000,
     )
+    preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
+                       "seed restarts, α = 0.15, no text candidates). Explicit values override it.",
+                       label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:
         validate_settings(self)
@@ -72,43 +128,26 @@ class PipelineSettings:
 
     @staticmethod
     def help(name: str) -> str:
-        for f in fields(PipelineSettings):
-            if f.name == name:
-                return str(f.metadata.get("help", ""))
-        raise KeyError(name)
+        return spec(PipelineSettings, name).knob.help
+
+    @classmethod
+    def from_preset(cls, name: str, **changes: Any) -> PipelineSettings:
+        """The settings of preset ``name`` with ``changes`` on top (they win over the preset)."""
+        if name not in PRESETS:
+            raise InputError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], **changes, "preset": name})
+
+    def inapplicable(self) -> dict[str, str]:
+        """Knobs that do not apply to these settings (field → why), e.g. ``alpha`` under the CEP ranker."""
+        out: dict[str, str] = {}
+        for s in specs(PipelineSettings):
+            w = s.knob.when
+            if w is not None and not w.holds(self):
+                out[s.name] = (f"does not apply to {w.field} {getattr(self, w.field)}; it is used with "
+                               f"{w.field} {', '.join(map(str, w.allowed()))}")
+        return out
 
 
 def validate_settings(s: PipelineSettings) -> None:
-    """Raise :class:`InputError` naming the first out-of-range knob."""
-    checks: list[tuple[bool, str]] = [
-        (s.k >= 1, f"k must be ≥ 1 (got {s.k})"),
-        (s.m >= 1, f"m must be ≥ 1 (got {s.m})"),
-        (1 <= s.L <= 20, f"L must be between 1 and 20 (got {s.L})"),
-        (1 <= s.search_limit <= 1000, f"search_limit must be between 1 and 1000 (got {s.search_limit})"),
-        (s.hops in (1, 1.5, 2), f"hops must be 1, 1.5 or 2 (got {s.hops})"),
-        (s.neighbor_cap is None or s.neighbor_cap >= 1, f"neighbor_cap must be ≥ 1 (got {s.neighbor_cap})"),
-        (0.0 <= s.theta <= 1.0, f"theta must be in [0, 1] (got {s.theta})"),
-        (0.0 <= s.tau < 1.0, f"tau must be in [0, 1) (got {s.tau})"),
-        (s.beta >= 0.0, f"beta must be ≥ 0 (got {s.beta})"),
-        (0.0 < s.alpha < 1.0, f"alpha must be in (0, 1) (got {s.alpha})"),
-        (s.ranker in ("ppr", "salsa", "cep"), f"ranker must be ppr, salsa or cep (got {s.ranker!r})"),
-        (
-            s.personalization in ("uniform", "relevance", "query"),
-            f"personalization must be uniform, relevance or query (got {s.personalization!r})",
-        ),
-        (s.query_power > 0.0, f"query_power must be > 0 (got {s.query_power})"),
-        (0 <= s.text_candidates <= 1000, f"text_candidates must be between 0 and 1000 (got {s.text_candidates})"),
-        (s.tol > 0, f"tol must be > 0 (got {s.tol})"),
-        (s.max_iter >= 1, f"max_iter must be ≥ 1 (got {s.max_iter})"),
-        (
-            s.max_model_calls is None or s.max_model_calls >= 0,
-            f"max_model_calls must be ≥ 0 (got {s.max_model_calls})",
-        ),
-        (
-            s.age_reference_year is None or 1000 <= s.age_reference_year <= 3000,
-            f"age_reference_year looks wrong (got {s.age_reference_year})",
-        ),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise InputError(message)
+    """Raise :class:`InputError` naming the first bad knob (type, non-finite, range, choices)."""
+    check(s)

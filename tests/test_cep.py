@@ -6,7 +6,9 @@ import pytest
 
 from crase_core.cep import ContrastiveEvidencePaths, background_visitation
 from crase_core.errors import InputError
-from crase_core.ranking import RANKERS, PersonalizedPageRank, WeightedGraph
+from crase_core.rankers import REGISTRY, rank, ranker_parameters
+from crase_core.ranking import PersonalizedPageRank, WeightedGraph
+from crase_core.settings import PipelineSettings
 
 
 def test_cep_exact_numbers():
@@ -43,13 +45,36 @@ def test_cep_prefers_the_strongest_single_path_over_a_hub_reached_by_many():
 
 def test_unreachable_nodes_score_zero_and_registry_and_checks():
     g = WeightedGraph(["s", "x", "y"], [("s", "x", 1.0), ("y", "s", 1.0)])  # y only cites s: unreachable
-    r = RANKERS["cep"].rank(g, {"s": 1.0}, alpha=0.15, tol=1e-10, max_iter=10)
+    cep = PipelineSettings(ranker="cep")
+    r = rank(cep, g, {"s": 1.0})
     assert r.scores["y"] == 0.0 and "y" not in r.paths and r.scores["x"] > 0
-    assert RANKERS["cep"].rank(WeightedGraph([], []), {}, alpha=0.15, tol=1e-10, max_iter=10).scores == {}
+    assert rank(cep, WeightedGraph([], []), {}).scores == {}
     with pytest.raises(InputError):
-        ContrastiveEvidencePaths(hop_discount=0.0)
+        REGISTRY["cep"].ranker.rank(g, {"s": 1.0}, hop_discount=0.0)
     with pytest.raises(InputError):
-        RANKERS["cep"].rank(g, {"nobody": 1.0}, alpha=0.15, tol=1e-10, max_iter=10)
+        rank(cep, g, {"nobody": 1.0})
+    with pytest.raises(TypeError):  # the walk's α is not a CEP parameter: nothing passes it silently
+        REGISTRY["cep"].ranker.rank(g, {"s": 1.0}, alpha=0.15)
+
+
+def test_cep_parameters_are_settings_and_reach_the_ranker():
+    assert ranker_parameters("cep") == ("cep_hop_discount", "cep_background_restart", "cep_background_iterations")
+    d = PipelineSettings()
+    assert (d.cep_hop_discount, d.cep_background_restart, d.cep_background_iterations) == (0.5, 0.5, 24)
+    g = WeightedGraph(["s", "a", "b"], [("s", "a", 1.0), ("s", "b", 3.0), ("a", "b", 1.0)])
+    # λ = 0.25: M(a) = 0.25·0.25, M(b) = max(0.25·0.75, 0.25²·0.25) = 0.1875; same background as above
+    bb = 1.9375 / 4.0625
+    bs = (bb + 1) / 6
+    ba = 1.125 * bs
+    c = {"s": 1 / bs, "a": 0.0625 / ba, "b": 0.1875 / bb}
+    total = sum(c.values())
+    r = rank(PipelineSettings(ranker="cep", cep_hop_discount=0.25), g, {"s": 1.0})
+    assert r.scores == pytest.approx({k: v / total for k, v in c.items()}, abs=1e-6)
+    r = rank(PipelineSettings(ranker="cep", cep_background_iterations=3), g, {"s": 1.0})
+    assert r.iterations == 3
+    # α reaches the walks only: the same settings with another α rank CEP identically
+    assert rank(PipelineSettings(ranker="cep", alpha=0.9), g, {"s": 1.0}).scores == \
+        rank(PipelineSettings(ranker="cep", alpha=0.1), g, {"s": 1.0}).scores
 
 
 def test_cep_runs_in_the_pipeline(tiny_source, tmp_path):

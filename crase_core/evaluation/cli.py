@@ -15,7 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..config import add_arguments, settings_from_args
 from ..errors import InputError
+from ..rankers import ranker_names
 from .harness import CORRUPTIONS, EvalJob, run_eval
 from .methods import METHODS
 from .report import RunSummary, write_report
@@ -28,7 +30,7 @@ ABLATIONS: dict[str, str] = {
     "tau": "pruning threshold τ = 0 / 0.2 / 0.4 / 0.6",
     "beta": "age decay β = 0 / 0.5 / 1",
     "age": "age reference: current year vs the query's year (Table 3)",
-    "ranker": "ranker PPR / SALSA / CEP (Table 2)",
+    "ranker": "every registered ranker: PPR / SALSA / CEP (Table 2)",
     "pruning": "full pipeline vs the same graph unpruned (PPR, uniform weights)",
     "corruption": "clean seeds vs lexical distractors vs random papers (App. K)",
 }
@@ -55,7 +57,7 @@ def ablation_variants(name: str, job: EvalJob) -> list[tuple[str, EvalJob]]:
     if name == "age":
         return [(f"age={a}", replace(job, age_reference=a)) for a in ("current", "query")]
     if name == "ranker":
-        return [(f"ranker={r}", replace(job, settings=s.replace(ranker=r))) for r in ("ppr", "salsa", "cep")]
+        return [(f"ranker={r}", replace(job, settings=s.replace(ranker=r))) for r in ranker_names()]
     if name == "pruning":
         return [("crase", replace(job, method="crase")), ("ppr-unpruned", replace(job, method="ppr-unpruned"))]
     if name == "corruption":
@@ -66,11 +68,10 @@ def ablation_variants(name: str, job: EvalJob) -> list[tuple[str, EvalJob]]:
 
 
 def _job_from_args(args: argparse.Namespace) -> EvalJob:
-    from ..cli import runtime_from_args, settings_from_args
-
+    settings = settings_from_args(args)
     return EvalJob(
-        bench=args.bench, out=args.out, method=args.method, settings=settings_from_args(args),
-        runtime=runtime_from_args(args), age_reference=args.age_reference, corrupt_seeds=args.corrupt_seeds,
+        bench=args.bench, out=args.out, method=args.method, settings=settings.pipeline,
+        runtime=settings.runtime, age_reference=args.age_reference, corrupt_seeds=args.corrupt_seeds,
         workers=args.workers, limit=args.limit, retry_errors=args.retry_errors,
     )
 
@@ -105,8 +106,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` on the ``crase`` sub-parsers; returns the sub-parser."""
-    from ..cli import _add_pipeline_arguments, _add_runtime_arguments
-
     p = subparsers.add_parser("eval", help="measure retrieval quality on a benchmark (Recall@K, MAP@K)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bench", help="benchmark JSONL: qid, query, relevant (+ paper_id, year)")
@@ -122,7 +121,6 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="only the first N queries")
     p.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     p.add_argument("--retry-errors", action="store_true", help="rerun queries whose row holds an error")
-    _add_pipeline_arguments(p)
-    _add_runtime_arguments(p)
+    add_arguments(p)
     p.set_defaults(func=cmd_eval)
     return p

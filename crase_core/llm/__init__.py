@@ -1,21 +1,31 @@
 """Language-model backend for any OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, hosted).
 
-Public entry points: :func:`openai_backend` / :func:`backend_from_config`
-(registered as backend ``"openai"``), :class:`LLMSettings`, and the CLI helpers
-:func:`add_cli_arguments` / :func:`options_from_args`.
+Public entry points: :func:`openai_backend` (registered as backend ``"openai"``
+by :mod:`crase_core.runtime`), :class:`LLMSettings` and :class:`ModelEndpoint`
+(the operator's allowed endpoints). The CLI flags are generated from the
+settings' field metadata by :mod:`crase_core.config`. The settings load
+without the HTTP client; the backend and its components load on first use.
 """
 
-from .backend import backend_from_config, openai_backend
-from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
-from .config import LLMSettings, add_cli_arguments, options_from_args
+from __future__ import annotations
 
-__all__ = [
-    "LLMClaimExtractor",
-    "LLMEntailmentScorer",
-    "LLMPlanner",
-    "LLMSettings",
-    "add_cli_arguments",
-    "backend_from_config",
-    "openai_backend",
-    "options_from_args",
-]
+import importlib
+from typing import Any
+
+from .config import LLMSettings, ModelEndpoint
+
+_LAZY = {
+    "openai_backend": ".backend",
+    "LLMClaimExtractor": ".components",
+    "LLMEntailmentScorer": ".components",
+    "LLMPlanner": ".components",
+}
+
+__all__ = ["LLMClaimExtractor", "LLMEntailmentScorer", "LLMPlanner", "LLMSettings", "ModelEndpoint",
+           "openai_backend"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,11 @@
 """The ``openai`` model backend: planner, extractor and scorer sharing one endpoint.
 
-Registered as ``BACKEND_FACTORIES["openai"]`` in :mod:`crase_core.runtime`;
-settings come from ``RuntimeConfig.options`` (see :class:`LLMSettings`).
+Registered as ``BACKEND_FACTORIES["openai"]`` in :mod:`crase_core.runtime`, which
+passes the typed :class:`LLMSettings` of its configuration (this module knows
+nothing of the wiring layer).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..backends import ModelBackend
 from ..errors import ModelError
@@ -30,8 +29,3 @@ def openai_backend(settings: LLMSettings) -> ModelBackend:
         extractor=LLMClaimExtractor(settings, endpoint),
         scorer=LLMEntailmentScorer(settings, endpoint),
     )
-
-
-def backend_from_config(config: Any, source: Any = None) -> ModelBackend:
-    """``BACKEND_FACTORIES`` entry: ``RuntimeConfig`` → openai backend (``source`` is not needed)."""
-    return openai_backend(LLMSettings.from_options(dict(config.options or {})))

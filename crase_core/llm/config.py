@@ -1,28 +1,38 @@
-"""Settings of an OpenAI-compatible model endpoint, and the CLI flags that fill them.
+"""Settings of an OpenAI-compatible model endpoint, and the operator's allow-list of endpoints.
 
-The API key is resolved from the environment (``--api-key-env``, default
-``CRASE_API_KEY`` then ``OPENAI_API_KEY``) or from a settings file (JSON or
-TOML with an ``api_key`` field). It is held in a field excluded from ``repr``,
-from :meth:`LLMSettings.describe` and from every component ``identity``, and
+Every field carries its default, range and help as :class:`~crase_core.knobs.Knob`
+metadata; :mod:`crase_core.config` builds the CLI flags from it and loads it
+from the settings file and the environment (``CRASE_BASE_URL``, ``CRASE_MODEL``,
+``CRASE_PROMPTS_DIR``).
+
+Keys: a key is bound to the endpoint it was configured for and is never sent
+anywhere else. ``LLMSettings`` itself resolves only an explicitly named key
+source (``api_key_env`` or the ``settings_file`` with an ``api_key`` field);
+the default variables ``CRASE_API_KEY`` / ``OPENAI_API_KEY`` belong to the
+operator's default endpoint and are attached by :mod:`crase_core.config` only
+when the request goes to that endpoint's base URL. :class:`ModelEndpoint` is
+one entry of the operator's allow-list (the app offers only these names).
+The key is held in a field excluded from ``repr``, from
+:meth:`LLMSettings.describe` and from every component ``identity``, and
 :func:`redact` scrubs it (and any ``user:password@`` in the base URL) from
 any text that leaves this package.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .. import environment
 from ..errors import InputError
+from ..knobs import check, knob, spec
 
-DEFAULT_KEY_ENVS = ("CRASE_API_KEY", "OPENAI_API_KEY")
+DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
+DEFAULT_KEY_ENVS = environment.LLM_KEYS
 STRUCTURED_MODES = ("schema", "json_schema", "json_object", "off")
 # local servers accept any key; the openai client insists on a non-empty one
 PLACEHOLDER_KEY = "no-key"
@@ -39,47 +49,53 @@ class LLMSettings:
     chosen form with HTTP 400 is retried once with ``off`` (noted on the result).
     """
 
-    base_url: str = "http://127.0.0.1:8080/v1"
-    model: str | None = None
-    api_key_env: str | None = None
-    settings_file: str | None = None
-    temperature: float = 0.0
-    concurrency: int = 4
-    timeout: float = 120.0
-    max_retries: int = 2
-    structured_output: str = "schema"
-    prompts_dir: str | None = None
-    fail_fast_after: int = 8
-    api_key: str | None = field(default=None, repr=False)
+    base_url: str = knob(DEFAULT_BASE_URL, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
+                         "(operator only: the app offers the configured endpoints by name).",
+                         env=environment.BASE_URL, metavar="URL", form=False)
+    model: str | None = knob(None, "Model name at the endpoint (default: the one model the server lists).",
+                             env=environment.MODEL, form=False)
+    api_key_env: str | None = knob(None, "Environment variable holding the API key for this base URL (default: "
+                                   "CRASE_API_KEY, then OPENAI_API_KEY, sent only to the configured endpoint).",
+                                   metavar="VAR", form=False)
+    settings_file: str | None = knob(None, "JSON or TOML file with an api_key field (used when the variable "
+                                     "is unset).", flag="--llm-settings", metavar="FILE", form=False)
+    temperature: float = knob(0.0, "Sampling temperature.", minimum=0.0, maximum=2.0, form=False)
+    concurrency: int = knob(4, "Concurrent model calls.", minimum=1, maximum=256, form=False)
+    timeout: float = knob(120.0, "Seconds per model call.", minimum=0.0, min_open=True, maximum=3600.0,
+                          form=False)
+    max_retries: int = knob(2, "Retries per item after a failure.", minimum=0, maximum=10, form=False)
+    structured_output: str = knob("schema", "How JSON is requested (schema = llama.cpp-style response_format).",
+                                  choices=STRUCTURED_MODES, form=False)
+    prompts_dir: str | None = knob(None, "Folder of prompt files (default: prompts/ of the project).",
+                                   env=environment.PROMPTS_DIR, metavar="DIR", form=False)
+    fail_fast_after: int = knob(8, "Stop the run after this many failed model calls in a row.", minimum=1,
+                                maximum=1000, form=False)
+    api_key: str | None = knob(None, "The key itself (never a flag, never shown).", secret=True, cli=False,
+                               form=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not re.match(r"^https?://[^/\s]+", self.base_url):
             raise InputError(f"base URL {redact_url(str(self.base_url))!r} is not an http(s) URL "
                              "(example: http://127.0.0.1:8080/v1)")
         self.base_url = self.base_url.rstrip("/")
-        checks = [
-            (0.0 <= float(self.temperature) <= 2.0, f"temperature must be in [0, 2] (got {self.temperature})"),
-            (1 <= int(self.concurrency) <= 256, f"concurrency must be between 1 and 256 (got {self.concurrency})"),
-            (0 < float(self.timeout) <= 3600, f"timeout must be in (0, 3600] seconds (got {self.timeout})"),
-            (0 <= int(self.max_retries) <= 10, f"max_retries must be between 0 and 10 (got {self.max_retries})"),
-            (self.structured_output in STRUCTURED_MODES,
-             f"structured_output must be one of {', '.join(STRUCTURED_MODES)} (got {self.structured_output!r})"),
-            (int(self.fail_fast_after) >= 1, f"fail_fast_after must be ≥ 1 (got {self.fail_fast_after})"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise InputError(message)
+        check(self)
         if self.model is not None and not str(self.model).strip():
             self.model = None
-        if self.api_key is None:
+        if self.api_key is None and (self.api_key_env or self.settings_file):
             self.api_key = resolve_api_key(self.api_key_env, self.settings_file)
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> LLMSettings:
-        """Build from ``RuntimeConfig.options`` (unknown keys are ignored: other parts read them)."""
-        names = {f for f in cls.__dataclass_fields__}
-        values = {k: v for k, v in options.items() if k in names and v is not None}
-        return cls(**values)
+    def from_options(cls, options: dict[str, object]) -> LLMSettings:
+        """Build from a plain dict of field values (unknown keys are an error; None means the default)."""
+        names = set(cls.__dataclass_fields__)
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise InputError(f"unknown model endpoint setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+        return cls(**{k: v for k, v in options.items() if v is not None})  # type: ignore[arg-type]
+
+    @staticmethod
+    def help(name: str) -> str:
+        return spec(LLMSettings, name).knob.help
 
     @property
     def key(self) -> str:
@@ -102,20 +118,74 @@ class LLMSettings:
         return redact(text, self.api_key, self.base_url)
 
 
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """One endpoint the operator allows: its base URL, where its key comes from, its model.
+
+    ``key_envs``: the variables holding this endpoint's key (first set wins; empty: no key);
+    ``settings_file``: a JSON/TOML file with an ``api_key`` field, used when no variable is set.
+    The key is read when :meth:`settings` builds the backend settings and goes to ``base_url`` only.
+    """
+
+    name: str
+    base_url: str
+    key_envs: tuple[str, ...] = ()
+    model: str | None = None
+    settings_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.name):
+            raise InputError(f"endpoint name {self.name!r} must be 1–64 letters, digits, '.', '_' or '-'")
+        if not re.match(r"^https?://[^/\s]+", self.base_url):
+            raise InputError(f"endpoint {self.name}: base_url {redact_url(self.base_url)!r} is not an http(s) URL")
+        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+        for var in self.key_envs:
+            if not environment.is_variable_name(var):
+                raise InputError(f"endpoint {self.name}: {var!r} is not an environment variable name")
+
+    def api_key(self) -> str | None:
+        """This endpoint's key (from its variables, else its settings file), or None."""
+        key = environment.first(self.key_envs)
+        if key is None and self.settings_file:
+            key = resolve_api_key(None, self.settings_file)
+        return key
+
+    def settings(self, policy: LLMSettings, model: str | None = None) -> LLMSettings:
+        """``policy`` (temperature, concurrency, …) aimed at this endpoint, with this endpoint's key only."""
+        return replace(policy, base_url=self.base_url, model=model or self.model or policy.model,
+                       api_key_env=None, settings_file=None, api_key=self.api_key() or "")
+
+    def describe(self) -> str:
+        return f"{self.name}: {redact_url(self.base_url)}" + (f" ({self.model})" if self.model else "")
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two base URLs name the same endpoint (scheme, host, port and path; trailing / ignored)."""
+    def norm(url: str) -> tuple[str, str, int | None, str]:
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError:
+            return ("", url, None, "")
+        default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return (parts.scheme.lower(), (parts.hostname or "").lower(), port or default, parts.path.rstrip("/"))
+    return norm(a) == norm(b) and bool(norm(a)[1])
+
+
 def resolve_api_key(api_key_env: str | None, settings_file: str | None) -> str | None:
-    """The key from ``$api_key_env`` (or the default variables), else from the settings file; None if absent."""
+    """The key from ``$api_key_env``, else from the settings file; None if neither is given.
+
+    The default variables are not read here (they belong to the operator's default endpoint:
+    see :mod:`crase_core.config`).
+    """
     if api_key_env:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
+        if not environment.is_variable_name(api_key_env):
             raise InputError(f"--api-key-env must name an environment variable (got {api_key_env!r})")
-        value = os.environ.get(api_key_env)
+        value = environment.get(api_key_env)
         if value:
-            return value.strip()
+            return value
         if not settings_file:
             raise InputError(f"the environment variable {api_key_env} is not set (it should hold the API key)")
-    else:
-        for name in DEFAULT_KEY_ENVS:
-            if os.environ.get(name):
-                return os.environ[name].strip()
     if settings_file:
         path = Path(settings_file).expanduser()
         try:
@@ -157,42 +227,3 @@ def redact(text: str, api_key: str | None, base_url: str | None = None) -> str:
     text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
     text = re.sub(r"\bsk-[A-Za-z0-9_-]{8,}", "sk-***", text)
     return text
-
-
-# --- CLI -----------------------------------------------------------------------------------------
-
-
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the endpoint flags of the ``openai`` backend (``--backend`` itself belongs to the CLI)."""
-    g = parser.add_argument_group("model endpoint (--backend openai)")
-    g.add_argument("--base-url", default=None,
-                   help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 (default: $CRASE_BASE_URL or that)")
-    g.add_argument("--model", default=None,
-                   help="model name at the endpoint (default: $CRASE_MODEL, else the one model the server lists)")
-    g.add_argument("--api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the API key (default: CRASE_API_KEY, then OPENAI_API_KEY)")
-    g.add_argument("--llm-settings", default=None, metavar="FILE",
-                   help="JSON or TOML file with an api_key field (used when the variable is unset)")
-    g.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
-    g.add_argument("--concurrency", type=int, default=None, help="concurrent model calls (default 4)")
-    g.add_argument("--timeout", type=float, default=None, help="seconds per model call (default 120)")
-    g.add_argument("--max-retries", type=int, default=None, help="retries per item after a failure (default 2)")
-    g.add_argument("--structured-output", choices=STRUCTURED_MODES, default=None,
-                   help="how JSON is requested (default: schema = llama.cpp-style response_format)")
-
-
-def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """``RuntimeConfig.options`` from parsed flags (never contains the key itself)."""
-    env = os.environ
-    options: dict[str, Any] = {
-        "base_url": getattr(args, "base_url", None) or env.get("CRASE_BASE_URL"),
-        "model": getattr(args, "model", None) or env.get("CRASE_MODEL"),
-        "api_key_env": getattr(args, "api_key_env", None),
-        "settings_file": getattr(args, "llm_settings", None),
-        "temperature": getattr(args, "temperature", None),
-        "concurrency": getattr(args, "concurrency", None),
-        "timeout": getattr(args, "timeout", None),
-        "max_retries": getattr(args, "max_retries", None),
-        "structured_output": getattr(args, "structured_output", None),
-    }
-    return {k: v for k, v in options.items() if v is not None}

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import environment
 from ..errors import InputError
 
 PROMPT_NAMES = ("plan", "claims", "entailment")
@@ -34,7 +35,7 @@ _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
 def default_prompts_dir() -> Path:
     """``$CRASE_PROMPTS_DIR``, else ``prompts/`` at the project root (next to ``crase_core/``)."""
-    env = os.environ.get("CRASE_PROMPTS_DIR")
+    env = environment.get(environment.PROMPTS_DIR)
     return Path(env) if env else Path(__file__).resolve().parents[2] / "prompts"
 
 

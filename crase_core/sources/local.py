@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import environment
 from ..cache import cache_root
 from ..corpus import Corpus, load_corpus
 from ..records import Paper
@@ -25,7 +26,7 @@ def open_corpus(directory: str | os.PathLike[str] | None = None) -> Corpus:
     """:func:`load_corpus`, memoised on disk by corpus fingerprint (a pickle load is ~5× faster)."""
     from ..corpus import DEFAULT_CORPUS_DIR, _find, _fingerprint
 
-    folder = Path(directory or os.environ.get("CRASE_CORPUS") or DEFAULT_CORPUS_DIR)
+    folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     try:
         fp = _fingerprint([_find(folder, "papers.jsonl"), _find(folder, "citations.tsv")])
     except Exception:

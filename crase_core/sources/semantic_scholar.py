@@ -41,23 +41,19 @@ an empty list marked truncated (recorded in the trace) and the run goes on.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import logging
+import os
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field, fields
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..records import Paper
 from .base import NeighborList, ScoredPaper, SourceFilter
-from .s2_http import S2BadRequest, S2Client, S2Settings, S2Stats, S2Unavailable, api_key_from_env
+from .s2_http import S2BadRequest, S2Client, S2Settings, S2Stats, S2Unavailable
 
-if TYPE_CHECKING:
-    from ..runtime import RuntimeConfig
-
-__all__ = ["S2Settings", "SemanticScholarSource", "add_cli_arguments", "options_from_args", "paper_from_api",
-           "s2_source"]
+__all__ = ["S2Settings", "SemanticScholarSource", "paper_from_api", "s2_source"]
 
 log = logging.getLogger(__name__)
 
@@ -421,69 +417,26 @@ class SemanticScholarSource:
 
 
 # -- wiring ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=4)
-def _shared_source(settings: S2Settings, key_fingerprint: int) -> SemanticScholarSource:
-    return SemanticScholarSource(S2Client(settings))
+_SHARED: dict[tuple[S2Settings, int], SemanticScholarSource] = {}
+_SHARED_MAX = 4
 
 
-def s2_source(config: RuntimeConfig) -> SemanticScholarSource:
-    """``SOURCE_FACTORIES["s2"]``: settings from ``config.options["s2"]`` (dict or :class:`S2Settings`).
+def s2_source(settings: S2Settings, *, cache_dir: str | None = None,
+              api_key: str | None = None) -> SemanticScholarSource:
+    """The source on ``settings`` with ``api_key`` (None: no key); one per settings and key per process.
 
-    ``config.cache_dir`` (when set and the s2 settings name no cache folder)
-    puts the response cache in ``<cache_dir>/s2``. ``config.use_cache`` (the model
-    result cache) does not switch the response cache off: ``use_cache`` in the s2
-    settings (``--s2-no-cache``) does. One source per settings and
-    key is kept per process, so records fetched for one query serve the next.
+    ``cache_dir`` (the run's cache folder; used when the s2 settings name no
+    cache folder) puts the response cache in ``<cache_dir>/s2``. The caller
+    decides which key goes with which base URL (:mod:`crase_core.config` sends
+    the operator's key only to the configured Graph API root). Records fetched
+    for one query serve the next.
     """
-    settings = S2Settings.from_options(config.options.get("s2"))
-    if config.cache_dir and settings.cache_dir is None:
-        import os
-
-        settings = S2Settings.from_options({**_as_dict(settings), "cache_dir": os.path.join(config.cache_dir, "s2")})
-    return _shared_source(settings, hash(api_key_from_env()))
-
-
-def _as_dict(settings: S2Settings) -> dict[str, Any]:
-    return {f.name: getattr(settings, f.name) for f in fields(settings)}
-
-
-_CLI = {
-    # flag: (settings field, type)
-    "--s2-rate": ("rate", float),
-    "--s2-timeout": ("timeout", float),
-    "--s2-base-url": ("base_url", str),
-    "--s2-max-retries": ("max_retries", int),
-    "--s2-cache-days": ("cache_ttl_days", float),
-    "--s2-page-size": ("page_size", int),
-    "--s2-max-pages": ("max_neighbor_pages", int),
-    "--s2-on-error": ("on_neighbor_error", str),
-}
-
-
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``--s2-*`` flags (help text = the setting's description, default shown)."""
-    group = parser.add_argument_group("Semantic Scholar source (--source s2; key from $S2_API_KEY)")
-    defaults = S2Settings()
-    for flag, (name, typ) in _CLI.items():
-        kwargs: dict[str, Any] = {"dest": flag[2:].replace("-", "_"), "type": typ, "default": None,
-                                  "help": f"{S2Settings.help(name)} (default: {getattr(defaults, name)})"}
-        if name == "on_neighbor_error":
-            kwargs["choices"] = ("stop", "skip")
-        group.add_argument(flag, **kwargs)
-    group.add_argument("--s2-no-cache", dest="s2_no_cache", action="store_true",
-                       help="Do not read or write the Semantic Scholar response cache.")
-
-
-def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """``{"s2": {...}}`` with the flags the user gave (for ``RuntimeConfig.options``); {} when none."""
-    values: dict[str, Any] = {}
-    for flag, (name, _typ) in _CLI.items():
-        value = getattr(args, flag[2:].replace("-", "_"), None)
-        if value is not None:
-            values[name] = value
-    if getattr(args, "s2_no_cache", False):
-        values["use_cache"] = False
-    if not values:
-        return {}
-    S2Settings.from_options(values)  # validate now: a bad flag fails before any work
-    return {"s2": values}
+    if cache_dir and settings.cache_dir is None:
+        settings = dataclasses.replace(settings, cache_dir=os.path.join(cache_dir, "s2"))
+    slot = (settings, hash(api_key))
+    source = _SHARED.get(slot)
+    if source is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.pop(next(iter(_SHARED)))
+        source = _SHARED[slot] = SemanticScholarSource(S2Client(settings, api_key=api_key or ""))
+    return source

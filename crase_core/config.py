@@ -1,0 +1,370 @@
+"""One typed, nested settings object, loaded from defaults < settings file < environment < explicit values.
+
+:class:`Settings` has five sections, each a dataclass whose fields carry their
+default, range or choices, help, environment variable and flag as
+:class:`~crase_core.knobs.Knob` metadata:
+
+* ``pipeline`` — :class:`~crase_core.settings.PipelineSettings` (recorded in traces);
+* ``runtime`` — :class:`~crase_core.runtime.RuntimeConfig`: source, backend, corpus,
+  cache, and inside it ``llm`` (:class:`~crase_core.llm.config.LLMSettings`) and
+  ``s2`` (:class:`~crase_core.sources.s2_http.S2Settings`);
+* ``storage`` — :class:`StorageSettings` (where the app keeps runs and reads reports);
+* ``endpoints`` — the operator's allow-list of model endpoints
+  (:class:`~crase_core.llm.config.ModelEndpoint`), ``default`` first.
+
+Settings file (``--config FILE`` or ``$CRASE_SETTINGS``), TOML or JSON, one table
+per section plus ``[endpoints.NAME]`` tables::
+
+    [pipeline]
+    preset = "paper"
+    [runtime]
+    backend = "openai"
+    [llm]
+    base_url = "http://127.0.0.1:8080/v1"
+    [endpoints.hosted]
+    base_url = "https://api.example.org/v1"
+    api_key_env = "HOSTED_KEY"
+    model = "some-model"
+
+Keys are never settings: the model key comes from the variable an endpoint
+names (the default endpoint: ``CRASE_API_KEY``, then ``OPENAI_API_KEY``) and is
+attached only when the request goes to that endpoint's base URL; the Semantic
+Scholar key (``S2_API_KEY`` / ``SEMANTIC_SCHOLAR_API_KEY``) only to the
+configured Graph API root. A command line that names ``--api-key-env`` or
+``--llm-settings`` binds that key to its ``--base-url`` explicitly.
+
+:func:`add_arguments` generates the CLI flags from the metadata (choices from
+the registries), :func:`settings_from_args` resolves them (an explicit flag that
+does not apply, e.g. ``--alpha`` with ``--ranker cep``, is refused), and
+:func:`with_choices` applies a visitor's form values over the operator's
+settings (only knobs marked for the form, endpoints only by name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from . import environment
+from .errors import InputError
+from .knobs import Spec, check_value, coerce, knob, spec, specs
+from .llm.config import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
+from .runtime import RuntimeConfig
+from .settings import PRESETS, PipelineSettings
+from .sources.s2_http import S2Settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENDPOINT = "default"
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Folders the app uses besides the cache."""
+
+    runs_dir: str | None = knob(None, "Folder of saved runs and audit verdicts; default: <cache dir>/runs.",
+                                env=environment.RUNS_DIR, cli=False, form=False)
+    eval_dir: str | None = knob(None, "Folder the Benchmark page reads reports from; default: "
+                                "benchmarks/results.", env=environment.EVAL_DIR, cli=False, form=False)
+
+
+#: section name → settings class (the order of the CLI groups and of the settings file's tables).
+SECTIONS: dict[str, type] = {
+    "pipeline": PipelineSettings,
+    "runtime": RuntimeConfig,
+    "llm": LLMSettings,
+    "s2": S2Settings,
+    "storage": StorageSettings,
+}
+GROUP_TITLES = {
+    "pipeline": "pipeline settings",
+    "runtime": "source and model backend",
+    "llm": "model endpoint (--backend openai; operator only)",
+    "s2": "Semantic Scholar source (--source s2; key from $S2_API_KEY)",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs, resolved. ``endpoints`` is the operator's allow-list (name → endpoint)."""
+
+    pipeline: PipelineSettings = field(default_factory=PipelineSettings)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+    endpoint: str | None = None  # the allowed endpoint the model backend uses (None: an operator-given URL)
+    file: str | None = None  # the settings file read, if any
+
+    def describe(self) -> dict[str, Any]:
+        """Secret-free summary: every resolved knob except secrets, endpoints by name and URL."""
+        out: dict[str, Any] = {}
+        for name, obj in (("pipeline", self.pipeline), ("runtime", self.runtime), ("llm", self.runtime.llm),
+                          ("s2", self.runtime.s2), ("storage", self.storage)):
+            out[name] = {s.name: getattr(obj, s.name) for s in specs(type(obj)) if not s.knob.secret}
+        out["llm"]["api_key"] = "set" if self.runtime.llm.api_key else "none"
+        out["llm"]["base_url"] = self.runtime.llm.describe()["base_url"]
+        out["s2"]["api_key"] = "set" if self.runtime.s2_api_key else "none"
+        out["endpoints"] = {n: e.describe() for n, e in self.endpoints.items()}
+        out["endpoint"] = self.endpoint
+        return out
+
+
+Values = dict[str, dict[str, Any]]
+
+
+# --- loading ---------------------------------------------------------------------------------------------
+
+def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, Any]]]:
+    """(section values, endpoint tables) of a TOML/JSON settings file; unknown names are an error."""
+    p = Path(path).expanduser()
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read the settings file {p}: {e.strerror}") from None
+    toml = p.suffix.lower() == ".toml"
+    try:
+        data = tomllib.loads(raw) if toml else json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError):
+        raise InputError(f"the settings file {p} is not valid {'TOML' if toml else 'JSON'}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"the settings file {p} must hold a table of sections")
+    unknown = sorted(set(data) - set(SECTIONS) - {"endpoints"})
+    if unknown:
+        raise InputError(f"the settings file {p} has unknown section(s) {', '.join(unknown)}; "
+                         f"valid: {', '.join([*SECTIONS, 'endpoints'])}")
+    values: Values = {}
+    for section, cls in SECTIONS.items():
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise InputError(f"the settings file {p}: [{section}] must be a table")
+        names = {s.name: s for s in specs(cls) if not s.knob.secret}
+        bad = sorted(set(table) - set(names))
+        if bad:
+            raise InputError(f"the settings file {p}: unknown [{section}] setting(s) {', '.join(bad)}; "
+                             f"valid: {', '.join(names)}")
+        values[section] = {k: coerce(names[k], v, f"{section}.{k}") for k, v in table.items()}
+    endpoints = data.get("endpoints", {})
+    if not isinstance(endpoints, dict) or not all(isinstance(v, dict) for v in endpoints.values()):
+        raise InputError(f"the settings file {p}: [endpoints.NAME] entries must be tables")
+    return values, endpoints
+
+
+def environment_values() -> Values:
+    """The values the environment sets (each knob's ``env`` variable), by section."""
+    out: Values = {}
+    for section, cls in SECTIONS.items():
+        for s in specs(cls):
+            if s.knob.env:
+                raw = environment.get(s.knob.env)
+                if raw is not None:
+                    out.setdefault(section, {})[s.name] = coerce(s, raw, f"${s.knob.env}")
+    return out
+
+
+def _endpoint(name: str, table: Mapping[str, Any]) -> ModelEndpoint:
+    allowed = {"base_url", "api_key_env", "model", "settings_file"}
+    bad = sorted(set(table) - allowed)
+    if bad:
+        raise InputError(f"endpoint {name}: unknown setting(s) {', '.join(bad)}; valid: {', '.join(sorted(allowed))}")
+    if not isinstance(table.get("base_url"), str):
+        raise InputError(f"endpoint {name}: base_url is required")
+    key_env = table.get("api_key_env")
+    return ModelEndpoint(name=name, base_url=table["base_url"], key_envs=(str(key_env),) if key_env else (),
+                         model=table.get("model") or None, settings_file=table.get("settings_file") or None)
+
+
+def load_settings(path: str | Path | None = None, *, explicit: Values | None = None,
+                  endpoint: str | None = None) -> Settings:
+    """Resolve every section: defaults < settings file < environment < ``explicit`` (flags, by section).
+
+    ``path`` defaults to ``$CRASE_SETTINGS``. A ``preset`` (explicit, else from the file) sets the
+    pipeline values it names; explicit values win over it. ``endpoint`` picks an allowed endpoint by
+    name for the model backend. Explicit pipeline values that do not apply (``alpha`` under the CEP
+    ranker) raise :class:`InputError`.
+    """
+    explicit = explicit or {}
+    file = str(path) if path else environment.get(environment.SETTINGS_FILE)
+    file_values, endpoint_tables = read_settings_file(file) if file else ({}, {})
+    env_values = environment_values()
+
+    def layered(section: str, *, with_explicit: bool = True) -> dict[str, Any]:
+        return {**file_values.get(section, {}), **env_values.get(section, {}),
+                **(explicit.get(section, {}) if with_explicit else {})}
+
+    pipeline = _pipeline(file_values.get("pipeline", {}), explicit.get("pipeline", {}))
+    operator_llm = LLMSettings(**{**layered("llm", with_explicit=False), "api_key": ""})
+    endpoints = {DEFAULT_ENDPOINT: ModelEndpoint(
+        DEFAULT_ENDPOINT, operator_llm.base_url,
+        (operator_llm.api_key_env,) if operator_llm.api_key_env else DEFAULT_KEY_ENVS,
+        model=operator_llm.model, settings_file=operator_llm.settings_file)}
+    for name, table in endpoint_tables.items():
+        if name == DEFAULT_ENDPOINT:
+            raise InputError(f"endpoint name {DEFAULT_ENDPOINT!r} is reserved for the [llm] section's base_url")
+        endpoints[name] = _endpoint(name, table)
+    llm, chosen = _llm(layered("llm"), explicit.get("llm", {}), endpoints, endpoint)
+    s2 = S2Settings(**layered("s2"))
+    operator_s2 = S2Settings(**layered("s2", with_explicit=False))
+    s2_key = environment.first(environment.S2_KEYS)
+    if s2_key and not same_endpoint(s2.base_url, operator_s2.base_url):
+        log.warning("not sending the Semantic Scholar key to %s: it is configured for %s", s2.base_url,
+                    operator_s2.base_url)
+        s2_key = None
+    runtime = RuntimeConfig(**layered("runtime"), llm=llm, s2=s2, s2_api_key=s2_key)
+    return Settings(pipeline=pipeline, runtime=runtime, storage=StorageSettings(**layered("storage")),
+                    endpoints=endpoints, endpoint=chosen, file=file)
+
+
+def _pipeline(file_values: Mapping[str, Any], explicit: Mapping[str, Any]) -> PipelineSettings:
+    preset = explicit.get("preset")
+    if preset is not None:  # a preset named now replaces the file's values for the knobs it sets
+        base = {**file_values, **_preset_values(preset)}
+    else:
+        preset = file_values.get("preset", "default")
+        base = {**_preset_values(preset), **file_values}
+    settings = PipelineSettings(**{**base, **explicit, "preset": preset})
+    refused = settings.inapplicable()
+    for name in explicit:
+        if name in refused:
+            raise InputError(f"{spec(PipelineSettings, name).flag} {refused[name]}")
+    return settings
+
+
+def _preset_values(name: str) -> dict[str, Any]:
+    if name not in PRESETS:
+        raise InputError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return dict(PRESETS[name])
+
+
+def _llm(values: dict[str, Any], explicit: Mapping[str, Any], endpoints: Mapping[str, ModelEndpoint],
+         endpoint: str | None) -> tuple[LLMSettings, str | None]:
+    """The backend's settings with the key its base URL is allowed to receive, and the endpoint used."""
+    if endpoint is not None:
+        if endpoint not in endpoints:
+            raise InputError(f"unknown endpoint {endpoint!r}; the operator allows: {', '.join(endpoints)}")
+        policy = LLMSettings(**{**values, "base_url": endpoints[endpoint].base_url, "api_key_env": None,
+                                "settings_file": None, "api_key": ""})
+        return endpoints[endpoint].settings(policy, model=explicit.get("model")), endpoint
+    if explicit.get("api_key_env") or explicit.get("settings_file"):
+        return LLMSettings(**values), None  # the operator binds this key to this URL on the command line
+    settings = LLMSettings(**{**values, "api_key_env": None, "settings_file": None, "api_key": ""})
+    for name, ep in endpoints.items():
+        if same_endpoint(ep.base_url, settings.base_url):
+            return replace(settings, api_key=ep.api_key() or "", model=settings.model or ep.model), name
+    if environment.first(DEFAULT_KEY_ENVS):
+        log.warning("not sending the API key to %s: it is configured for %s (name its variable with "
+                    "--api-key-env to send it there)", settings.describe()["base_url"],
+                    endpoints[DEFAULT_ENDPOINT].describe())
+    return settings, None
+
+
+# --- command line ------------------------------------------------------------------------------------------
+
+def _dest(section: str, name: str) -> str:
+    return f"{section}__{name}"
+
+
+def _flag_help(s: Spec) -> str:
+    k = s.knob
+    parts = [k.help.rstrip(".")]
+    rng = k.describe_range()
+    if rng:
+        parts.append(rng)
+    if s.default is not None and s.type is not bool:
+        parts.append(f"default {s.default:g}" if isinstance(s.default, float) else f"default {s.default}")
+    if k.env:
+        parts.append(f"${k.env}")
+    if k.when is not None:
+        parts.append(f"only with {k.when.field} {'/'.join(map(str, k.when.allowed()))}")
+    return "; ".join(parts).replace("%", "%%")
+
+
+def add_arguments(parser: argparse.ArgumentParser, sections: tuple[str, ...] = ("pipeline", "runtime", "llm", "s2"),
+                  ) -> None:
+    """Add one flag per CLI knob of ``sections`` (help, range, choices and default from the metadata),
+    plus ``--config FILE`` and ``--endpoint NAME``. Flags left out keep their lower-precedence value."""
+    top = parser.add_argument_group("settings")
+    top.add_argument("--config", metavar="FILE", default=None,
+                     help="settings file (TOML or JSON, one table per section; default $CRASE_SETTINGS)")
+    top.add_argument("--endpoint", metavar="NAME", default=None,
+                     help="use the model endpoint NAME from the settings file's [endpoints] (or 'default')")
+    for section in sections:
+        group = parser.add_argument_group(GROUP_TITLES.get(section, section))
+        for s in specs(SECTIONS[section]):
+            if not s.knob.cli:
+                continue
+            dest = _dest(section, s.name)
+            if s.type is bool:
+                group.add_argument(s.flag, dest=dest, action="store_const", const=not s.default,
+                                   default=argparse.SUPPRESS, help=_flag_help(s))
+                continue
+            options = s.knob.options()
+            metavar = "{" + ",".join(f"{o:g}" if isinstance(o, float) else str(o) for o in options) + "}" \
+                if options else s.knob.metavar or {int: "N", float: "X"}.get(s.type, "TEXT")
+            group.add_argument(s.flag, dest=dest, default=argparse.SUPPRESS, metavar=metavar, help=_flag_help(s))
+
+
+def explicit_values(args: argparse.Namespace) -> Values:
+    """The flags the user gave, coerced to their fields' types, by section (errors name the flag)."""
+    out: Values = {}
+    given = vars(args)
+    for section, cls in SECTIONS.items():
+        for s in specs(cls):
+            dest = _dest(section, s.name)
+            if dest in given:
+                value = coerce(s, given[dest], s.flag)
+                check_value(s, value, s.flag)
+                out.setdefault(section, {})[s.name] = value
+    return out
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """:class:`Settings` from parsed flags (see :func:`add_arguments`) over file, environment and defaults."""
+    return load_settings(getattr(args, "config", None), explicit=explicit_values(args),
+                         endpoint=getattr(args, "endpoint", None))
+
+
+# --- the app's form --------------------------------------------------------------------------------------
+
+def form_specs(cls: type) -> tuple[Spec, ...]:
+    """The knobs of ``cls`` a visitor may set in the app's form (operator-only knobs are left out)."""
+    return tuple(s for s in specs(cls) if s.knob.form)
+
+
+def with_choices(settings: Settings, *, pipeline: Mapping[str, Any] | None = None, source: str | None = None,
+                 backend: str | None = None, endpoint: str | None = None,
+                 s2: Mapping[str, Any] | None = None) -> Settings:
+    """A visitor's form values over the operator's ``settings``.
+
+    Only form knobs are accepted; the model endpoint is chosen by name among ``settings.endpoints``
+    (never a URL), and gets only its own key.
+    """
+    def allowed(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
+        names = {s.name for s in form_specs(cls)}
+        bad = sorted(set(values) - names)
+        if bad:
+            raise InputError(f"not settable here: {', '.join(bad)}")
+        return dict(values)
+
+    pipe = settings.pipeline
+    if pipeline:
+        values = allowed(PipelineSettings, pipeline)
+        preset = values.pop("preset", pipe.preset)
+        pipe = PipelineSettings(**{**_preset_values(preset), **values, "preset": preset})
+    runtime = settings.runtime
+    llm, chosen = runtime.llm, settings.endpoint
+    if endpoint is not None:
+        if endpoint not in settings.endpoints:
+            raise InputError(f"unknown endpoint {endpoint!r}; the operator allows: {', '.join(settings.endpoints)}")
+        llm, chosen = settings.endpoints[endpoint].settings(runtime.llm), endpoint
+    elif (backend or runtime.backend) == "openai" and chosen is None:
+        raise InputError("choose one of the operator's model endpoints")
+    s2_settings = replace(runtime.s2, **allowed(S2Settings, s2)) if s2 else runtime.s2
+    new_runtime = replace(runtime, source=source or runtime.source, backend=backend or runtime.backend, llm=llm,
+                          s2=s2_settings)
+    return replace(settings, pipeline=pipe, runtime=new_runtime, endpoint=chosen)
