@@ -17,9 +17,8 @@ import streamlit as st
 
 from crase_core.errors import CraseError
 from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
-from crase_core.ranking import RANKERS
-from crase_core.settings import PipelineSettings
 from crase_core.ui_support import authors_line, load_demo_queries, md_escape, probe_budget
+from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
     downloads,
     get_engine,
@@ -28,7 +27,6 @@ from pages._shared import (
     page_header,
     run_caption,
     run_store,
-    runtime_form,
 )
 
 log = logging.getLogger("crase.app")
@@ -43,46 +41,6 @@ STAGE_LABELS = {
     "ranking": "Rank",
 }
 PAGE_ICONS = {"evidence": ":material/hub:", "seeds": ":material/spa:", "ranking": ":material/leaderboard:", "audit": ":material/fact_check:", "runs": ":material/history:", "benchmark": ":material/straighten:"}
-
-
-def settings_form() -> PipelineSettings:
-    """The run's knobs with their defaults and help text (from PipelineSettings)."""
-    d = PipelineSettings()
-    h = PipelineSettings.help
-    c = st.columns(4)
-    m = c[0].number_input("m — seeds per sub-query", 1, 50, d.m, help=h("m"), key="set_m")
-    L = c[1].number_input("L — sub-queries", 1, 20, d.L, help=h("L"), key="set_L")
-    k = c[2].number_input("k — papers returned", 1, 500, d.k, help=h("k"), key="set_k")
-    hops = c[3].selectbox("hops", [1.0, 1.5, 2.0], index=[1.0, 1.5, 2.0].index(d.hops), help=h("hops"), key="set_hops",
-                          format_func=lambda x: f"{x:g}")
-    c = st.columns(4)
-    theta = c[0].slider("θ — support threshold", 0.0, 1.0, d.theta, 0.05, help=h("theta"), key="set_theta")
-    tau = c[1].slider("τ — prune if Δ ≤ τ", 0.0, 0.95, d.tau, 0.05, help=h("tau"), key="set_tau")
-    beta = c[2].slider("β — age decay", 0.0, 2.0, d.beta, 0.05, help=h("beta"), key="set_beta")
-    alpha = c[3].slider("α — restart probability", 0.05, 0.95, d.alpha, 0.01, help=h("alpha"), key="set_alpha")
-    c = st.columns(4)
-    rankers = sorted(RANKERS)
-    ranker = c[0].selectbox("Ranker", rankers, index=rankers.index(d.ranker) if d.ranker in rankers else 0,
-                            help=h("ranker") + " (rankers available here: " + ", ".join(rankers) + ")",
-                            key="set_ranker", format_func=str.upper)
-    restarts = ["query", "uniform", "relevance"]
-    personalization = c[1].selectbox("Restart distribution", restarts, index=restarts.index(d.personalization),
-                                     help=h("personalization"), key="set_pers")
-    cap_on = c[2].number_input("Model-call cap (0 = none)", 0, 10_000_000, 0, step=1000, help=h("max_model_calls"),
-                               key="set_cap")
-    ref_year = c[3].number_input("Age reference year (0 = this year)", 0, 3000, 0, help=h("age_reference_year"),
-                                 key="set_refyear")
-    c = st.columns(4)
-    query_power = c[0].slider("γ — query restart exponent", 0.5, 6.0, d.query_power, 0.5, help=h("query_power"),
-                              key="set_gamma", disabled=personalization != "query")
-    text_candidates = c[1].number_input("Text candidates", 0, 100, d.text_candidates, help=h("text_candidates"),
-                                        key="set_textc")
-    return PipelineSettings(
-        k=int(k), m=int(m), L=int(L), hops=float(hops), theta=float(theta), tau=float(tau), beta=float(beta),
-        alpha=float(alpha), ranker=ranker, personalization=personalization, query_power=float(query_power),
-        text_candidates=int(text_candidates),
-        max_model_calls=int(cap_on) or None, age_reference_year=int(ref_year) or None,
-    )
 
 
 def budget_text(b) -> str:
@@ -170,10 +128,13 @@ def search_page() -> None:
                 st.session_state["autorun"] = True
     query = st.text_area("Your literature-search question", key="query_text", height=90,
                          placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?")
+    operator = guarded(operator_settings, "The server's settings are invalid")
+    if operator is None:
+        return
     with st.expander("Run settings", expanded=False):
-        source, backend, options = runtime_form()
+        choices = runtime_form(operator)
         st.divider()
-        settings = guarded(settings_form, "Invalid settings")
+        settings = guarded(lambda: settings_form(operator), "Invalid settings")
     b1, b2, _ = st.columns([1, 1, 4])
     go = b1.button("Search", type="primary", width="stretch", icon=":material/search:")
     estimate = b2.button("Estimate budget", width="stretch", icon=":material/calculate:",
@@ -182,9 +143,7 @@ def search_page() -> None:
     autorun = st.session_state.pop("autorun", False)
     if settings is None:
         return
-    import json as _json
-
-    options_json = _json.dumps(options, sort_keys=True)
+    engine_key = choices_json(choices)
     if estimate or go or autorun:
         try:
             clean_query(query)
@@ -192,14 +151,14 @@ def search_page() -> None:
             st.error(str(e), icon=":material/error:")
             return
     if estimate:
-        engine = guarded(lambda: get_engine(source, backend, options_json), "Could not open the source/backend")
+        engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
         if engine is not None:
             with st.spinner("Planning, searching and expanding to count the model calls…"):
                 b = guarded(lambda: probe_budget(query, engine, settings), "Could not estimate the budget")
             if b is not None:
                 st.info(budget_text(b), icon=":material/calculate:")
     if go or autorun:
-        engine = guarded(lambda: get_engine(source, backend, options_json), "Could not open the source/backend")
+        engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
         if engine is not None:
             with st.status("Running the pipeline…", expanded=True) as status:
                 board = ProgressBoard(status)

@@ -183,8 +183,9 @@ def load_settings(path: str | Path | None = None, *, explicit: Values | None = N
                   endpoint: str | None = None) -> Settings:
     """Resolve every section: defaults < settings file < environment < ``explicit`` (flags, by section).
 
-    ``path`` defaults to ``$CRASE_SETTINGS``. A ``preset`` (explicit, else from the file) sets the
-    pipeline values it names; explicit values win over it. ``endpoint`` picks an allowed endpoint by
+    ``path`` defaults to ``$CRASE_SETTINGS``. Pipeline values: defaults < the preset < the file's
+    ``[pipeline]`` < explicit values; an explicit ``preset`` starts over from defaults + that preset
+    (the file's ``[pipeline]`` values are then not used). ``endpoint`` picks an allowed endpoint by
     name for the model backend. Explicit pipeline values that do not apply (``alpha`` under the CEP
     ranker) raise :class:`InputError`.
     """
@@ -222,8 +223,8 @@ def load_settings(path: str | Path | None = None, *, explicit: Values | None = N
 
 def _pipeline(file_values: Mapping[str, Any], explicit: Mapping[str, Any]) -> PipelineSettings:
     preset = explicit.get("preset")
-    if preset is not None:  # a preset named now replaces the file's values for the knobs it sets
-        base = {**file_values, **_preset_values(preset)}
+    if preset is not None:  # a preset named on the command line replaces the file's pipeline values
+        base = _preset_values(preset)
     else:
         preset = file_values.get("preset", "default")
         base = {**_preset_values(preset), **file_values}

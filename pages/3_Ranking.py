@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from crase_core.ranking import RANKERS
+from crase_core.rankers import ranker_names
 from crase_core.rerank import Reranked, rerank
 from pages._shared import guarded, trace_page
 
@@ -20,7 +20,7 @@ def _rerank(_trace, run_id: str, ranker: str) -> Reranked:
 
 
 results: dict[str, Reranked] = {}
-for name in sorted(RANKERS, key=lambda r: (["ppr", "salsa", "cep"] + [r]).index(r)):
+for name in ranker_names():
     r = guarded(lambda name=name: _rerank(trace, trace.run_id, name), f"Ranker {name.upper()} failed")
     if r is not None:
         results[name] = r

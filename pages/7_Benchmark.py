@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from pathlib import Path
 
 import streamlit as st
 
-from pages._shared import page_header
+from crase_core.config import load_settings
+from pages._shared import guarded, page_header
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DIR = Path(os.environ.get("CRASE_EVAL_DIR") or ROOT / "benchmarks" / "results")
+DEFAULT_DIR = Path(guarded(lambda: load_settings().storage.eval_dir, "The server's settings are invalid")
+                   or ROOT / "benchmarks" / "results")
 IMAGE_LINE = re.compile(r"^!\[[^\]]*\]\(([A-Za-z0-9_.\-]+\.png)\)\s*$")
 
 page_header("Benchmark", "Retrieval quality on the dev benchmarks (Recall@K pooled, MAP@K as in the Crase paper), "

@@ -20,9 +20,10 @@ import streamlit.components.v1 as components
 
 from crase_core import export
 from crase_core.audit import AuditStore
+from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
 from crase_core.records import EdgeRecord
-from crase_core.runtime import BACKEND_FACTORIES, SOURCE_FACTORIES, RuntimeConfig, build_engine
+from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
 from crase_core.ui_support import (
     ROLE_COLOURS,
@@ -39,28 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPONENT_DIR = ROOT / "assets" / "ui" / "graph_component"
 T = TypeVar("T")
 
-# Options each known source/backend reads from RuntimeConfig.options (never a key: keys come from the environment).
-OPTION_FIELDS: dict[str, list[tuple[str, str, str, str]]] = {
-    # name: [(option key, label, default, help)]
-    "openai": [
-        ("base_url", "Endpoint base URL", "http://127.0.0.1:8080/v1",
-         "OpenAI-compatible server (vLLM, llama.cpp, Ollama). The API key is read from the environment, never from here."),
-        ("model", "Model name", "", "Model id as the server names it."),
-    ],
-    "s2": [("rate", "Requests per second", "1.0", "Client-side rate limit for the Semantic Scholar API.")],
-}
-# sources whose factory reads its settings from options[name] (the s2 source: options["s2"] = {...})
-NESTED_OPTIONS = {"s2"}
-OPTION_TYPES: dict[str, type] = {"rate": float}
-SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API"}
-BACKEND_LABELS = {"offline": "Offline (lexical, no model download)", "openai": "OpenAI-compatible endpoint"}
-
-
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the paper source and model backend…")
-def get_engine(source: str, backend: str, options_json: str) -> Any:
-    """One engine per (source, backend, options); sources and backends are read-only, so sessions share it."""
-    return build_engine(RuntimeConfig(source=source, backend=backend, options=json.loads(options_json)))
+def get_engine(choices_json: str) -> Any:
+    """One engine per form choice (source, backend, allowed endpoint name, source knobs) over the operator's
+    settings; sources and backends are read-only, so sessions share it."""
+    settings = with_choices(load_settings(), **json.loads(choices_json))
+    return build_engine(settings.runtime)
 
 
 def run_store() -> RunStore:
@@ -155,32 +141,6 @@ def legend() -> None:
 
 
 # --- settings ----------------------------------------------------------------------------------------------------
-def runtime_form(prefix: str = "rt") -> tuple[str, str, dict[str, Any]]:
-    """Source, backend and their options, from the runtime registries (new ones appear when they register)."""
-    sources, backends = sorted(SOURCE_FACTORIES), sorted(BACKEND_FACTORIES)
-    c1, c2 = st.columns(2)
-    source = c1.selectbox("Paper source", sources, index=sources.index("local") if "local" in sources else 0,
-                          format_func=lambda s: SOURCE_LABELS.get(s, s), key=f"{prefix}_source",
-                          help="Where seeds, references and citers come from. Registered sources: " + ", ".join(sources))
-    backend = c2.selectbox("Model backend", backends, index=backends.index("offline") if "offline" in backends else 0,
-                           format_func=lambda b: BACKEND_LABELS.get(b, b), key=f"{prefix}_backend",
-                           help="What plans sub-queries, extracts claims and scores entailment. Registered: "
-                           + ", ".join(backends))
-    options: dict[str, Any] = {}
-    for name in (source, backend):
-        target = options.setdefault(name, {}) if name in NESTED_OPTIONS else options
-        for opt, label, default, help_text in OPTION_FIELDS.get(name, []):
-            value = st.text_input(label, value=default, help=help_text, key=f"{prefix}_{name}_{opt}").strip()
-            if not value:
-                continue
-            convert = OPTION_TYPES.get(opt, str)
-            try:
-                target[opt] = convert(value)
-            except ValueError:
-                st.error(f"{label}: {value!r} is not a valid {convert.__name__}")
-    return source, backend, options
-
-
 # --- inspectors --------------------------------------------------------------------------------------------------
 def _safe_url(url: str) -> str | None:
     return url if url.startswith(("https://", "http://")) and " " not in url and ")" not in url else None

@@ -9,7 +9,7 @@ import pytest
 
 from crase_core import ui_support as U
 from crase_core.errors import InputError, TraceError
-from crase_core.ranking import RANKERS
+from crase_core.rankers import ranker_names
 from crase_core.rerank import rerank, rerank_all
 
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile_corpus"
@@ -143,7 +143,7 @@ def test_rerank_reproduces_the_run_and_covers_every_ranker(budget_then_trace):
     assert same.result.scores == trace.ranking.scores
     assert all(same.ranks[n.paper.id] == n.rank for n in trace.nodes if n.kept)
     every = rerank_all(trace)
-    assert set(every) == set(RANKERS)
+    assert set(every) == set(ranker_names())
     for r in every.values():
         assert set(r.result.scores) == {n.paper.id for n in trace.nodes if n.kept}
         assert sum(r.result.scores.values()) == pytest.approx(1.0)

@@ -47,6 +47,16 @@ def test_settings_flags_reach_the_run(tmp_path, hepth_source):
         3, 2, 1.0, "salsa", 0.6, 0.1, 0.0, 0.3, 7)
 
 
+def test_preset_and_ranker_parameters_are_recorded(tmp_path, hepth_source):
+    out = tmp_path / "p.json"
+    r = crase("query", "noncommutative solitons", "--preset", "paper", "--ranker", "cep", "--cep-hop-discount", "0.25",
+              "--k", "4", "--quiet", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    s = json.loads(out.read_text())["settings"]
+    assert (s["preset"], s["personalization"], s["alpha"], s["text_candidates"], s["ranker"], s["cep_hop_discount"],
+            s["cep_background_iterations"], s["k"]) == ("paper", "uniform", 0.15, 0, "cep", 0.25, 24, 4)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -58,6 +68,13 @@ def test_settings_flags_reach_the_run(tmp_path, hepth_source):
         (["query", "x", "--backend", "nope"], "unknown backend"),
         (["query", "x", "--source", "nope"], "unknown source"),
         (["show", "/nonexistent/trace.json"], "cannot read trace"),
+        (["query", "x", "--beta", "inf"], "--beta must be a finite number"),
+        (["query", "x", "--query-power", "inf"], "--query-power must be a finite number"),
+        (["query", "x", "--query-power", "1e300"], "--query-power must be in (0, 16]"),
+        (["query", "x", "--ranker", "cep", "--alpha", "0.3"], "--alpha does not apply to ranker cep"),
+        (["eval", "b.jsonl", "--out", "o", "--ranker", "cep", "--alpha", "0.3"], "--alpha does not apply to ranker cep"),
+        (["query", "x", "--preset", "paper", "--query-power", "2"], "does not apply to personalization uniform"),
+        (["query", "x", "--config", "/nonexistent/crase.toml"], "cannot read the settings file"),
     ],
 )
 def test_bad_input_gives_one_clear_line(args, message, hepth_source):

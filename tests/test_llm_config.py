@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from crase_core.errors import InputError, ModelError
-from crase_core.llm import LLMSettings, add_cli_arguments, openai_backend, options_from_args
+from crase_core.config import add_arguments, explicit_values, load_settings, settings_from_args
+from crase_core.llm import LLMSettings, openai_backend
 from crase_core.llm.config import redact
 from crase_core.llm.localserver import free_port
 from crase_core.records import Claim, Paper
@@ -86,29 +87,33 @@ def _settings(base_url: str, **kw) -> LLMSettings:
 # --- configuration -------------------------------------------------------------------------------
 
 
-def test_cli_flags_become_options_without_the_key(monkeypatch):
+def test_cli_flags_become_settings_without_the_key(monkeypatch):
     monkeypatch.delenv("CRASE_BASE_URL", raising=False)
     monkeypatch.delenv("CRASE_MODEL", raising=False)
     parser = argparse.ArgumentParser()
-    add_cli_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(["--base-url", "http://h:1/v1", "--model", "m", "--api-key-env", "MY_KEY",
                               "--temperature", "0.2", "--concurrency", "3", "--timeout", "9"])
-    assert options_from_args(args) == {"base_url": "http://h:1/v1", "model": "m", "api_key_env": "MY_KEY",
-                                       "temperature": 0.2, "concurrency": 3, "timeout": 9.0}
+    assert explicit_values(args) == {"llm": {"base_url": "http://h:1/v1", "model": "m", "api_key_env": "MY_KEY",
+                                             "temperature": 0.2, "concurrency": 3, "timeout": 9.0}}
     monkeypatch.setenv("MY_KEY", SECRET)
-    s = LLMSettings.from_options(options_from_args(args))
-    assert s.key == SECRET
-    assert SECRET not in repr(s) and SECRET not in json.dumps(s.describe())
+    settings = settings_from_args(args)
+    s = settings.runtime.llm
+    assert (s.base_url, s.model, s.temperature, s.concurrency, s.timeout) == ("http://h:1/v1", "m", 0.2, 3, 9.0)
+    assert s.key == SECRET  # --api-key-env binds that key to this --base-url on the operator's command line
+    for text in (repr(s), json.dumps(s.describe()), repr(settings), json.dumps(settings.describe(), default=str)):
+        assert SECRET not in text
 
 
 def test_key_sources(monkeypatch, tmp_path):
-    monkeypatch.delenv("CRASE_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert LLMSettings().api_key is None
+    for var in ("CRASE_API_KEY", "OPENAI_API_KEY", "CRASE_BASE_URL", "CRASE_SETTINGS"):
+        monkeypatch.delenv(var, raising=False)
+    assert load_settings().runtime.llm.api_key in (None, "")
     monkeypatch.setenv("OPENAI_API_KEY", "from-openai-var")
-    assert LLMSettings().api_key == "from-openai-var"
+    assert load_settings().runtime.llm.api_key == "from-openai-var"
     monkeypatch.setenv("CRASE_API_KEY", "from-crase-var")
-    assert LLMSettings().api_key == "from-crase-var"
+    assert load_settings().runtime.llm.api_key == "from-crase-var"
+    assert LLMSettings().api_key is None  # the default variables belong to the configured endpoint, not to any URL
     f = tmp_path / "llm.toml"
     f.write_text(f'api_key = "{SECRET}"\n')
     assert LLMSettings(api_key_env="UNSET_VAR_X", settings_file=str(f)).api_key == SECRET

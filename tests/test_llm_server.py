@@ -85,7 +85,7 @@ def test_pipeline_end_to_end_then_fully_cached(llm_server, tmp_path):
     options = {"base_url": llm_server.base_url, "model": llm_server.model, "max_retries": 0, "concurrency": 2}
     os.environ["CRASE_TEST_LLM_KEY"] = SECRET
     options["api_key_env"] = "CRASE_TEST_LLM_KEY"
-    config = RuntimeConfig(backend="openai", cache_dir=str(tmp_path), options=options)
+    config = RuntimeConfig(backend="openai", cache_dir=str(tmp_path), llm=LLMSettings(**options))
     settings = PipelineSettings(m=1, L=1, search_limit=5, hops=1, neighbor_cap=1, k=10)
     query = "tachyon condensation on unstable D-branes"
     engine = build_engine(config)

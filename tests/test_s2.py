@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "s2"))
 from fake_api import FakeS2, Fault  # noqa: E402
 
+from crase_core.config import add_arguments, explicit_values, settings_from_args  # noqa: E402
 from crase_core.errors import InputError, SourceError  # noqa: E402
 from crase_core.sources.base import PaperSource, SourceFilter  # noqa: E402
 from crase_core.sources.s2_http import (  # noqa: E402
@@ -29,8 +30,6 @@ from crase_core.sources.s2_http import (  # noqa: E402
 )
 from crase_core.sources.semantic_scholar import (  # noqa: E402
     SemanticScholarSource,
-    add_cli_arguments,
-    options_from_args,
     paper_from_api,
 )
 
@@ -378,14 +377,15 @@ def test_settings_validation_and_cli_round_trip():
     with pytest.raises(InputError, match="batch_size"):
         S2Settings(batch_size=501)
     parser = argparse.ArgumentParser()
-    add_cli_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(["--s2-rate", "0.5", "--s2-timeout", "12", "--s2-base-url", "http://127.0.0.1:9/graph/v1",
                               "--s2-on-error", "skip", "--s2-no-cache"])
-    opts = options_from_args(args)
-    assert opts == {"s2": {"rate": 0.5, "timeout": 12.0, "base_url": "http://127.0.0.1:9/graph/v1",
-                           "on_neighbor_error": "skip", "use_cache": False}}
-    assert S2Settings.from_options(opts["s2"]).rate == 0.5
-    assert options_from_args(parser.parse_args([])) == {}
+    assert explicit_values(args) == {"s2": {"rate": 0.5, "timeout": 12.0, "base_url": "http://127.0.0.1:9/graph/v1",
+                                            "on_neighbor_error": "skip", "use_cache": False}}
+    s2 = settings_from_args(args).runtime.s2
+    assert (s2.rate, s2.timeout, s2.on_neighbor_error, s2.use_cache) == (0.5, 12.0, "skip", False)
+    assert explicit_values(parser.parse_args([])) == {}
+    assert settings_from_args(parser.parse_args([])).runtime.s2 == S2Settings()
     with pytest.raises(InputError, match="rate"):
-        options_from_args(parser.parse_args(["--s2-rate", "-1"]))
+        explicit_values(parser.parse_args(["--s2-rate", "-1"]))
     assert all(S2Settings.help(f) for f in S2Settings.__dataclass_fields__)

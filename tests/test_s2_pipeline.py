@@ -132,7 +132,7 @@ def test_build_engine_selects_s2_from_runtime_config(fake, tmp_path, hepth_sourc
     from crase_core.runtime import RuntimeConfig, build_engine
 
     config = RuntimeConfig(source="s2", cache_dir=str(tmp_path),
-                           options={"s2": {"base_url": fake.base_url, "rate": 0, "page_size": PAGE}})
+                           s2=S2Settings(base_url=fake.base_url, rate=0, page_size=PAGE))
     engine = build_engine(config)
     assert isinstance(engine.source, SemanticScholarSource)
     assert engine.source.client.settings.cache_dir == str(tmp_path / "s2")
