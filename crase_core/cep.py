@@ -67,9 +67,9 @@ def strongest_paths(
     cost = np.full(n, np.inf)
     prev = np.full(n, -1, dtype=np.int64)
     heap: list[tuple[float, int]] = []
-    for i in np.flatnonzero(p > 0):
-        cost[i] = -math.log(p[i])
-        heapq.heappush(heap, (cost[i], int(i)))
+    for seed in np.flatnonzero(p > 0):
+        cost[seed] = -math.log(p[seed])
+        heapq.heappush(heap, (cost[seed], int(seed)))
     done = np.zeros(n, dtype=bool)
     while heap:
         c, i = heapq.heappop(heap)

@@ -20,7 +20,6 @@ import types
 import typing
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from .errors import InputError
@@ -114,9 +113,14 @@ class Spec:
         return self.knob.label or self.name
 
 
-@cache
+_SPECS: dict[type, tuple[Spec, ...]] = {}
+
+
 def specs(cls: type) -> tuple[Spec, ...]:
-    """The knob fields of the dataclass ``cls``, in declaration order."""
+    """The knob fields of the dataclass ``cls``, in declaration order (computed once per class)."""
+    known = _SPECS.get(cls)
+    if known is not None:
+        return known
     hints = typing.get_type_hints(cls)
     out: list[Spec] = []
     for f in dataclasses.fields(cls):
@@ -125,7 +129,8 @@ def specs(cls: type) -> tuple[Spec, ...]:
             continue
         base, optional = _base_type(hints[f.name])
         out.append(Spec(f.name, f.default, base, optional, k))
-    return tuple(out)
+    _SPECS[cls] = tuple(out)
+    return _SPECS[cls]
 
 
 def spec(cls: type, name: str) -> Spec:

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 from . import environment
 from .backends import ModelBackend, offline_backend
@@ -77,7 +78,8 @@ def _offline(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
 
 
 def _s2(config: RuntimeConfig) -> PaperSource:
-    return s2_source(config.s2, cache_dir=config.cache_dir, api_key=config.s2_api_key)
+    # cast: PaperSource declares external_calls as a plain attribute, the S2 source has a read-only property
+    return cast(PaperSource, s2_source(config.s2, cache_dir=config.cache_dir, api_key=config.s2_api_key))
 
 
 SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source, "s2": _s2}

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from crase_core import trace as trace_io
-from crase_core.config import Settings, add_arguments, explicit_values, load_settings, settings_from_args, with_choices
+from crase_core.config import (
+    Settings,
+    add_arguments,
+    explicit_values,
+    load_settings,
+    settings_from_args,
+    with_choices,
+)
 from crase_core.errors import InputError
 from crase_core.knobs import specs
 from crase_core.settings import PRESETS, PipelineSettings
@@ -138,7 +145,7 @@ def test_form_choices_accept_only_form_knobs_and_allowed_endpoints(clean_env):
     assert with_choices(s, pipeline={"preset": "paper"}).pipeline == PipelineSettings.from_preset("paper")
     for bad in ({"pipeline": {"tol": 0.1}}, {"s2": {"base_url": "http://evil/"}}, {"endpoint": "elsewhere"}):
         with pytest.raises(InputError):
-            with_choices(s, backend="openai", **bad)  # type: ignore[arg-type]
+            with_choices(s, backend="openai", **bad)
 
 
 def test_old_traces_without_the_new_settings_load_with_defaults(tmp_path, hepth_engine):

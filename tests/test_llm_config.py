@@ -16,8 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from crase_core.errors import InputError, ModelError
 from crase_core.config import add_arguments, explicit_values, load_settings, settings_from_args
+from crase_core.errors import InputError, ModelError
 from crase_core.llm import LLMSettings, openai_backend
 from crase_core.llm.config import redact
 from crase_core.llm.localserver import free_port
