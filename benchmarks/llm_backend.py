@@ -136,11 +136,12 @@ def repair_kinds(results: list[Any]) -> dict[str, int]:
 
 
 def run_pipeline(server: Any, llm_opts: dict[str, Any], settings: Any, queries: list[str]) -> dict[str, Any]:
+    from crase_core.llm import LLMSettings
     from crase_core.pipeline import run_query
     from crase_core.runtime import RuntimeConfig, build_engine
 
     cache_dir = os.environ["CRASE_CACHE_DIR"]
-    config = RuntimeConfig(backend="openai", cache_dir=cache_dir, options=dict(llm_opts))
+    config = RuntimeConfig(backend="openai", cache_dir=cache_dir, llm=LLMSettings(**llm_opts))
     report: dict[str, Any] = {"settings": {k: getattr(settings, k) for k in
                                            ("m", "L", "search_limit", "hops", "neighbor_cap", "k", "theta", "tau")},
                               "runs": {}}
