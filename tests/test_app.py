@@ -142,3 +142,24 @@ def test_sessions_do_not_share_state(app_env):
     b = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     assert "trace" not in b.session_state or b.session_state["trace"] is None
     assert not [m for m in b.markdown if "Why it is here" in m.value]
+
+
+def test_settings_form_is_generated_presets_and_inapplicable_knobs(app_env):
+    from crase_core.config import form_specs
+    from crase_core.settings import PipelineSettings
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    keys = {w.key for kind in (at.slider, at.number_input, at.selectbox) for w in kind if w.key}
+    assert {f"set_{s.name}" for s in form_specs(PipelineSettings)} <= keys  # one widget per form knob
+    assert at.slider(key="set_alpha").value == 0.5 and not at.slider(key="set_alpha").disabled
+    assert at.slider(key="set_cep_hop_discount").disabled  # CEP's own knob, PPR chosen
+    at.selectbox(key="set_ranker").set_value("cep").run()
+    assert at.slider(key="set_alpha").disabled and not at.slider(key="set_cep_hop_discount").disabled
+    at.selectbox(key="set_ranker").set_value("ppr").run()
+    at.selectbox(key="set_preset").set_value("paper").run()
+    assert not at.exception
+    assert at.slider(key="set_alpha").value == 0.15 and at.selectbox(key="set_personalization").value == "uniform"
+    assert at.number_input(key="set_text_candidates").value == 0 and at.slider(key="set_query_power").disabled
+    at = _search(at, QUERY)
+    assert not at.exception and not at.error
+    assert at.session_state["trace"].settings == PipelineSettings.from_preset("paper")
