@@ -356,7 +356,7 @@ def with_choices(settings: Settings, *, pipeline: Mapping[str, Any] | None = Non
     if pipeline:
         values = allowed(PipelineSettings, pipeline)
         preset = values.pop("preset", pipe.preset)
-        pipe = PipelineSettings(**{**_preset_values(preset), **values, "preset": preset})
+        pipe = pipe.replace(**{**_preset_values(preset), **values, "preset": preset})  # keeps operator-only knobs
     runtime = settings.runtime
     llm, chosen = runtime.llm, settings.endpoint
     if endpoint is not None:

@@ -143,6 +143,8 @@ def test_form_choices_accept_only_form_knobs_and_allowed_endpoints(clean_env):
     s = load_settings()
     assert with_choices(s, pipeline={"alpha": 0.2, "preset": "paper"}).pipeline.alpha == 0.2
     assert with_choices(s, pipeline={"preset": "paper"}).pipeline == PipelineSettings.from_preset("paper")
+    tuned = dataclasses.replace(s, pipeline=s.pipeline.replace(tol=1e-6, max_iter=50))  # operator-only knobs
+    assert with_choices(tuned, pipeline={"alpha": 0.2}).pipeline == tuned.pipeline.replace(alpha=0.2)
     for bad in ({"pipeline": {"tol": 0.1}}, {"s2": {"base_url": "http://evil/"}}, {"endpoint": "elsewhere"}):
         with pytest.raises(InputError):
             with_choices(s, backend="openai", **bad)

@@ -10,9 +10,13 @@ without the HTTP client; the backend and its components load on first use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import LLMSettings, ModelEndpoint
+
+if TYPE_CHECKING:  # the types of the lazily loaded names
+    from .backend import openai_backend
+    from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
 
 _LAZY = {
     "openai_backend": ".backend",

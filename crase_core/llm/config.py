@@ -151,8 +151,11 @@ class ModelEndpoint:
         return key
 
     def settings(self, policy: LLMSettings, model: str | None = None) -> LLMSettings:
-        """``policy`` (temperature, concurrency, …) aimed at this endpoint, with this endpoint's key only."""
-        return replace(policy, base_url=self.base_url, model=model or self.model or policy.model,
+        """``policy`` (temperature, concurrency, …) aimed at this endpoint, with this endpoint's key only.
+
+        The model: ``model``, else this endpoint's, else None (the one model the server lists).
+        """
+        return replace(policy, base_url=self.base_url, model=model or self.model,
                        api_key_env=None, settings_file=None, api_key=self.api_key() or "")
 
     def describe(self) -> str:
