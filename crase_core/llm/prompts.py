@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..resources import prompts_dir
 
 PROMPT_NAMES = ("plan", "claims", "entailment")
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -33,9 +34,9 @@ _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
 
 def default_prompts_dir() -> Path:
-    """``$CRASE_PROMPTS_DIR``, else ``prompts/`` at the project root (next to ``crase_core/``)."""
+    """``$CRASE_PROMPTS_DIR``, else the shipped prompts (:func:`crase_core.resources.prompts_dir`)."""
     env = os.environ.get("CRASE_PROMPTS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "prompts"
+    return Path(env) if env else prompts_dir()
 
 
 def neutralize(text: str) -> str:
