@@ -19,7 +19,8 @@ from crase_core.errors import CraseError
 from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
 from crase_core.ranking import RANKERS
 from crase_core.settings import PipelineSettings
-from crase_core.ui_support import authors_line, load_demo_queries, md_escape, probe_budget
+from pages._budget import probe_budget
+from pages._display import authors_line, load_demo_queries, md_escape
 from pages._shared import (
     downloads,
     get_engine,

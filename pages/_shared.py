@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import altair as alt
@@ -22,12 +21,13 @@ from crase_core import export
 from crase_core.audit import AuditStore
 from crase_core.errors import CraseError
 from crase_core.records import EdgeRecord
+from crase_core.resources import graph_component_dir
+from crase_core.runs import RunStore
 from crase_core.runtime import BACKEND_FACTORIES, SOURCE_FACTORIES, RuntimeConfig, build_engine
 from crase_core.trace import RunTrace
-from crase_core.ui_support import (
+from pages._display import (
     ROLE_COLOURS,
     ROLE_LABELS,
-    RunStore,
     authors_line,
     md_escape,
     node_role,
@@ -35,8 +35,7 @@ from crase_core.ui_support import (
 )
 
 log = logging.getLogger("crase.app")
-ROOT = Path(__file__).resolve().parent.parent
-COMPONENT_DIR = ROOT / "assets" / "ui" / "graph_component"
+COMPONENT_DIR = graph_component_dir()
 T = TypeVar("T")
 
 # Options each known source/backend reads from RuntimeConfig.options (never a key: keys come from the environment).

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crase_core import ui_support as U
-
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+    sys.path.append(str(ROOT))
+
+from pages._display import md_escape  # noqa: E402
+
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 
@@ -119,7 +123,7 @@ def test_audit_verdicts_persist(app_env):
     next(b for b in at.button if b.label == "Record verdict").click()
     at.run()
     assert not at.exception
-    assert [e.value for e in at.error] == [f"Decision — {U.md_escape(edge.decision)}"]  # only the pruned decision
+    assert [e.value for e in at.error] == [f"Decision — {md_escape(edge.decision)}"]  # only the pruned decision
     from crase_core.audit import AuditStore
 
     vs = AuditStore(app_env / "audit.sqlite").verdicts(trace.run_id)
