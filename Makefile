@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup app test lint bench
+.PHONY: setup app test lint bench install-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,3 +24,6 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/core_bench.py
+
+install-check:  # pip install . (not editable) into a fresh venv; crase + the app from a temp folder
+	bash .ci/install_check.sh

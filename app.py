@@ -17,7 +17,8 @@ import streamlit as st
 
 from crase_core.errors import CraseError
 from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
-from crase_core.ui_support import authors_line, load_demo_queries, md_escape, probe_budget
+from pages._budget import probe_budget
+from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
     downloads,

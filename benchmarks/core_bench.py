@@ -98,8 +98,8 @@ def main() -> None:
     # PPR vs networkx.pagerank on the same weighted, pruned graphs
     import networkx as nx
 
-    from crase_core.pipeline import personalization_vector
     from crase_core.ranking import PersonalizedPageRank, WeightedGraph
+    from crase_core.stages.ranking import personalization_vector
 
     ours_t, nx_t, diffs = [], [], []
     for tr in traces:

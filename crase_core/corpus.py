@@ -30,9 +30,9 @@ import scipy.sparse as sp
 from . import environment
 from .errors import CorpusError
 from .records import Paper
+from .resources import corpus_dir
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS_DIR = PROJECT_ROOT / "assets" / "corpora" / "hepth"
+DEFAULT_CORPUS_DIR = corpus_dir("hepth")
 
 _OLD_ARXIV = re.compile(r"^(\d{2})(\d{2})\d{3}$")
 _NEW_ARXIV = re.compile(r"^(\d{2})(\d{2})\.\d{4,5}(v\d+)?$")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .pipeline import restart_distribution
-from .rankers import get_ranker, rank, ranker_names
-from .ranking import WeightedGraph, top_k
+from .rankers import get_ranker, ranker_names
+from .ranking import WeightedGraph
 from .records import RankingResult
+from .stages.ranking import rank_order, restart_distribution, run_ranker
 from .trace import RunTrace
 
 
@@ -28,17 +28,15 @@ class Reranked:
 
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
     """Rank ``trace``'s kept graph with ``ranker`` (a name in :data:`crase_core.rankers.REGISTRY`)."""
-    get_ranker(ranker)  # an unknown name fails here, before any work
+    get_ranker(ranker)  # an unknown name fails here, before anything else
     kept = [n.paper.id for n in trace.nodes if n.kept]
     if not kept:
         return Reranked(ranker, RankingResult(ranker, {}), {})
     alive = set(kept)
     p = restart_distribution(trace.settings, trace.seeds, alive, kept, trace.query_hits)
     graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges if e.kept])
-    result = rank(trace.settings.replace(ranker=ranker), graph, p)
-    seed_ids = {x.paper_id for x in trace.seeds}
-    hint = [x.paper_id for x in trace.seeds] + [n for n in kept if n not in seed_ids]
-    order = top_k(result.scores, len(result.scores), hint)
+    result = run_ranker(ranker, graph, p, trace.settings)
+    order = rank_order(result.scores, trace.seeds, kept)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

@@ -5,7 +5,8 @@ walk's direction), maximising the product of transition probabilities
 P(u→v) = w(u→v)/Σ w(u→·). A paper the walk cannot reach from any seed (for
 example one that only *cites* a seed) gets the best path that goes against
 citations where it must; each such step costs P(v→u) times a penalty of 1/4,
-and the step is marked ``along_citation=False``. Pure function.
+and the step is marked ``along_citation=False``. Pure functions, and the
+reason each ranked paper gives for being in the answer (:func:`explain`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from .records import EdgeRecord, TrailStep
+from .records import EdgeRecord, Seed, TrailStep
 
 BACKWARD_PENALTY = math.log(4.0)
 
@@ -63,3 +64,54 @@ def best_trails(seeds: Sequence[str], edges: Iterable[EdgeRecord]) -> dict[str, 
             cur = parent
         trails[node] = list(reversed(steps))
     return trails
+
+
+# ---- why a paper is in the answer ----------------------------------------------------------------------
+RESTART_ONLY_REASON = "reached only through restarts (no path from a kept seed)"
+
+
+def seed_reason(seed: Seed) -> str:
+    """A seed's reason: the sub-query that ranked it best, with its two ranks there."""
+    o = min(seed.origins, key=lambda o: o.relevance_rank)
+    extra = f" (+{len(seed.origins) - 1} more sub-queries)" if len(seed.origins) > 1 else ""
+    return f"seed from sub-query {o.subquery_index + 1} “{o.subquery}” (relevance #{o.relevance_rank}, recency #{o.recency_rank}){extra}"
+
+
+def trail_reason(trail: Sequence[TrailStep], titles: Mapping[str, str]) -> str:
+    """A reached paper's reason: its trail from a seed, with the Δ of each step (titles shortened)."""
+    def short(pid: str) -> str:
+        t = titles.get(pid, pid)
+        return t if len(t) <= 60 else t[:57] + "…"
+
+    first = trail[0]
+    if len(trail) == 1:
+        verb = "cited by" if first.along_citation else "cites"
+        return f"{verb} seed “{short(first.source)}” (Δ {first.delta:.2f})"
+    parts = [f"seed “{short(first.source)}”"]
+    for step in trail:
+        arrow = "→" if step.along_citation else "←"
+        parts.append(f"{arrow} (Δ {step.delta:.2f}) “{short(step.target)}”")
+    return f"{len(trail)} steps: " + " ".join(parts)
+
+
+def text_candidate_reason(text_rank: int) -> str:
+    """A text candidate's reason (a full-query hit no trail from a kept seed reaches)."""
+    return (f"text match #{text_rank} for the full query (a text candidate the "
+            "expansion did not reach; scored by its query restart weight)")
+
+
+def explain(paper_id: str, trail: list[TrailStep] | None, seed: Seed | None, text_rank: int | None,
+            titles: Mapping[str, str]) -> tuple[str, str | None, list[TrailStep]]:
+    """(reason, the seed the trail starts from, trail) of one ranked paper.
+
+    A seed explains itself (empty trail); a text candidate without a trail by its full-query rank
+    (``text_rank``, None when it is not one); any other paper by its trail, or as reached only
+    through the walk's restarts when no trail reaches it.
+    """
+    if seed is not None:
+        return seed_reason(seed), paper_id, []
+    if text_rank is not None and not trail:
+        return text_candidate_reason(text_rank), None, []
+    if trail:
+        return trail_reason(trail, titles), trail[0].source, trail
+    return RESTART_ONLY_REASON, None, []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from crase_core.ui_support import (
+from pages._graph_view import (
     VIEW_MODES,
     edge_id,
     graph_view,

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
-from crase_core.ui_support import short_title
+from pages._display import short_title
 from pages._shared import (
     audit_store,
     claims_frame,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from crase_core.ui_support import md_escape
+from pages._display import md_escape
 from pages._shared import downloads, guarded, open_trace, page_header, run_caption, run_store
 
 page_header("Runs", "Every run is saved as its trace. Reopening a run shows its graph, matrices and scores "

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import altair as alt
@@ -23,12 +22,13 @@ from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
 from crase_core.records import EdgeRecord
+from crase_core.resources import graph_component_dir
+from crase_core.runs import RunStore
 from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
-from crase_core.ui_support import (
+from pages._display import (
     ROLE_COLOURS,
     ROLE_LABELS,
-    RunStore,
     authors_line,
     md_escape,
     node_role,
@@ -36,8 +36,7 @@ from crase_core.ui_support import (
 )
 
 log = logging.getLogger("crase.app")
-ROOT = Path(__file__).resolve().parent.parent
-COMPONENT_DIR = ROOT / "assets" / "ui" / "graph_component"
+COMPONENT_DIR = graph_component_dir()
 T = TypeVar("T")
 
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
@@ -50,7 +49,8 @@ def get_engine(choices_json: str) -> Any:
 
 
 def run_store() -> RunStore:
-    return RunStore()
+    """The saved runs, in the operator's ``storage.runs_dir`` (default: ``<cache dir>/runs``)."""
+    return RunStore(load_settings().storage.runs_dir)
 
 
 def audit_store() -> AuditStore:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crase_core import ui_support as U
-
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+    sys.path.append(str(ROOT))
+
+from pages._display import md_escape  # noqa: E402
+
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 
@@ -31,6 +36,10 @@ def _search(at: AppTest, query: str) -> AppTest:
     at.text_area(key="query_text").input(query)
     next(b for b in at.button if b.label == "Search").click()
     return at.run(timeout=120)
+
+
+BUDGET_RE = re.compile(r"\*\*Budget: ([\d,]+) model calls\*\* = 1 plan \+ ([\d,]+) claim extractions \(\|V\|\) \+ "
+                       r"([\d,]+) entailment matrices \(\|E\|\); \*\*([\d,]+) already cached → ([\d,]+) new calls")
 
 
 def _all_markdown(at: AppTest) -> str:
@@ -70,8 +79,18 @@ def test_empty_query_and_estimate_budget(app_env):
     next(b for b in at.button if b.label == "Estimate budget").click()
     at.run(timeout=120)
     assert not at.exception
-    assert any("Budget:" in i.value and "new calls" in i.value for i in at.info)
-    assert at.session_state["trace"] is None if "trace" in at.session_state else True
+    estimates = [m for i in at.info if (m := BUDGET_RE.search(i.value))]
+    assert len(estimates) == 1
+    total, n_v, n_e, cached, to_call = (int(x.replace(",", "")) for x in estimates[0].groups())
+    assert total == 1 + n_v + n_e and to_call == total - cached
+    # the estimate runs nothing: no trace is opened and no result is shown
+    assert "trace" not in at.session_state or at.session_state["trace"] is None
+    assert not [m for m in at.markdown if "Why it is here" in m.value]
+    assert not [c for c in at.caption if c.value.startswith("Why it is here")]
+    # the real run then needs exactly the estimated graph: 1 + |V| + |E|
+    at = _search(at, QUERY)
+    trace = at.session_state["trace"]
+    assert (trace.budget.total, len(trace.nodes), len(trace.edges)) == (total, n_v, n_e)
 
 
 def test_pages_after_a_run(app_env):
@@ -97,12 +116,44 @@ def test_pages_after_a_run(app_env):
 
     at.switch_page("pages/2_Seeds.py").run()
     assert not at.exception and not at.error
+    kept = sum(s.fate == "kept" for s in trace.seeds)
+    pruned = sum(s.fate == "pruned" for s in trace.seeds)
+    assert {m.label: m.value for m in at.metric} == {
+        "sub-queries": str(len(trace.plan.subqueries)), "seeds |S|": str(len(trace.seeds)),
+        "✓ kept": str(kept), "✗ pruned": str(pruned)}
+    assert [m.value for m in at.markdown if m.value.startswith("#### ρ")] == [
+        f"#### ρ{r.index + 1} “{md_escape(r.subquery)}”" for r in trace.subquery_results]
     assert len(at.dataframe) == len(trace.subquery_results)
+    fate = {s.paper_id: "✓" if s.fate == "kept" else "✗" for s in trace.seeds}
+    for table, sqr in zip(at.dataframe, trace.subquery_results, strict=True):
+        assert table.value["id"].tolist() == sqr.seed_ids
+        assert table.value["fate"].tolist() == [fate[pid] for pid in sqr.seed_ids]
+        assert table.value["relevance rank"].tolist() == [
+            next(h.relevance_rank for h in sqr.hits if h.paper_id == pid) for pid in sqr.seed_ids]
+    assert any(m.value.startswith(f"**Summary:** {kept} seeds retained (✓), {pruned} pruned (✗)") for m in at.markdown)
+
     at.switch_page("pages/3_Ranking.py").run()
     assert not at.exception and not at.error
+    assert any(c.value.startswith(f"Run's own ranker: PPR · α = {trace.settings.alpha:g} · restart distribution: "
+                                  f"{trace.settings.personalization} · PPR: ") for c in at.caption)
+    scores = at.dataframe[0].value  # the scores table, by the run's own ranker (PPR) rank
+    kept_ids = {n.paper.id for n in trace.nodes if n.kept}
+    assert set(scores["id"]) == kept_ids
+    assert scores["id"].tolist()[: len(trace.results)] == [r.paper_id for r in trace.results]
+    assert scores["PPR rank"].tolist() == list(range(1, len(kept_ids) + 1))
+    # re-ranked from the saved graph, PPR gives back the run's own scores
+    for pid, score in zip(scores["id"], scores["PPR score"], strict=True):
+        assert score == pytest.approx(trace.ranking.scores[pid], abs=1e-9)
+
     at.switch_page("pages/5_Runs.py").run()
     assert not at.exception and not at.error
     assert any("Saved runs (1)" in m.value for m in at.markdown)
+    runs = at.dataframe[0].value
+    assert len(runs) == 1
+    row = runs.iloc[0]
+    c = trace.stage_counts()
+    assert (row["query"], row["results"], row["seeds kept"], row["edges kept"]) == (
+        QUERY, len(trace.results), f"{c['seeds_kept']}/{c['seeds']}", f"{c['edges_kept']:,}/{c['edges']:,}")
 
 
 def test_audit_verdicts_persist(app_env):
@@ -119,7 +170,7 @@ def test_audit_verdicts_persist(app_env):
     next(b for b in at.button if b.label == "Record verdict").click()
     at.run()
     assert not at.exception
-    assert [e.value for e in at.error] == [f"Decision — {U.md_escape(edge.decision)}"]  # only the pruned decision
+    assert [e.value for e in at.error] == [f"Decision — {md_escape(edge.decision)}"]  # only the pruned decision
     from crase_core.audit import AuditStore
 
     vs = AuditStore(app_env / "audit.sqlite").verdicts(trace.run_id)

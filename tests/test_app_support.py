@@ -1,18 +1,27 @@
-"""Non-Streamlit helpers of the app: escaping, run store, graph views, vis data, budget probe, re-ranking."""
+"""Non-Streamlit helpers of the app (pages/_display, _graph_view, _budget), the run store and re-ranking."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from crase_core import ui_support as U
 from crase_core.errors import InputError, TraceError
 from crase_core.rankers import ranker_names
 from crase_core.rerank import rerank, rerank_all
+from crase_core.runs import RunStore, runs_dir
 
-HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile_corpus"
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+    sys.path.append(str(ROOT))
+
+from pages import _display as D  # noqa: E402
+from pages import _graph_view as G  # noqa: E402
+from pages._budget import probe_budget  # noqa: E402
+
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 
 
@@ -34,16 +43,16 @@ def budget_then_trace(engine):
     from crase_core.pipeline import run_query
     from crase_core.settings import PipelineSettings
 
-    probe = U.probe_budget(QUERY, engine, PipelineSettings())  # fresh cache: nothing cached yet
+    probe = probe_budget(QUERY, engine, PipelineSettings())  # fresh cache: nothing cached yet
     return probe, run_query(QUERY, engine)
 
 
 def test_md_escape_makes_paper_text_literal():
-    assert U.md_escape("<script>alert(1)</script>") == "&lt;script&gt;alert\\(1\\)&lt;/script&gt;"
-    assert U.md_escape("[a](javascript:x) $x_1$ *b*") == (
+    assert D.md_escape("<script>alert(1)</script>") == "&lt;script&gt;alert\\(1\\)&lt;/script&gt;"
+    assert D.md_escape("[a](javascript:x) $x_1$ *b*") == (
         "\\[a\\]\\(javascript\\:x\\) \\$x\\_1\\$ \\*b\\*"
     )
-    assert U.md_escape("a\nb") == "a b"
+    assert D.md_escape("a\nb") == "a b"
 
 
 def test_probe_budget_is_exact_and_caches_only_the_plan(budget_then_trace):
@@ -58,7 +67,7 @@ def test_probe_budget_is_exact_and_caches_only_the_plan(budget_then_trace):
 
 def test_run_store_round_trip(tmp_path, budget_then_trace):
     _, trace = budget_then_trace
-    store = U.RunStore(tmp_path / "runs")
+    store = RunStore(tmp_path / "runs")
     name = store.save(trace)
     assert store.save(trace) == name  # same run, same name
     runs = store.list()
@@ -76,26 +85,26 @@ def test_run_store_round_trip(tmp_path, budget_then_trace):
         store.import_bytes(b"<html>")
     with pytest.raises(TraceError, match="version"):
         store.import_bytes(json.dumps({"trace_version": 99}).encode())
-    other = U.RunStore(tmp_path / "other")
+    other = RunStore(tmp_path / "other")
     n2, t2 = other.import_bytes((tmp_path / "runs" / f"{name}.json").read_bytes())
     assert t2 == trace and other.list()[0].name == n2
 
 
 def test_runs_dir_env(tmp_path, monkeypatch):
     monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "my-runs"))
-    assert U.runs_dir() == tmp_path / "my-runs" and (tmp_path / "my-runs").is_dir()
+    assert runs_dir() == tmp_path / "my-runs" and (tmp_path / "my-runs").is_dir()
 
 
 def test_graph_views(budget_then_trace):
     _, trace = budget_then_trace
-    kept = U.graph_view(trace, "kept graph")
+    kept = G.graph_view(trace, "kept graph")
     assert set(kept.nodes) == {n.paper.id for n in trace.nodes if n.kept}
     assert all(e.kept for e in kept.edges) and len(kept.edges) == sum(e.kept for e in trace.edges)
     assert kept.hidden_pruned_edges == sum(
         1 for e in trace.edges if not e.kept and e.citing in kept.nodes and e.cited in kept.nodes)
-    everything = U.graph_view(trace, "everything", show_pruned=True)
+    everything = G.graph_view(trace, "everything", show_pruned=True)
     assert len(everything.nodes) == len(trace.nodes) and len(everything.edges) == len(trace.edges)
-    top = U.graph_view(trace, "top-k and trails", top_k=3)
+    top = G.graph_view(trace, "top-k and trails", top_k=3)
     want = set()
     for r in trace.results[:3]:
         want.add(r.paper_id)
@@ -106,24 +115,24 @@ def test_graph_views(budget_then_trace):
         shown = set(view.nodes)
         assert all(e.citing in shown and e.cited in shown for e in view.edges)
     # filters
-    old = U.graph_view(trace, "everything", years=(1990, 1997))
+    old = G.graph_view(trace, "everything", years=(1990, 1997))
     assert {trace.node(n).paper.year for n in old.nodes} <= set(range(1990, 1998)) and old.nodes
-    sq = U.seed_subqueries(trace)
-    only2 = U.graph_view(trace, "kept graph", subqueries=[2])
-    assert all(2 in sq.get(n, []) or 2 in sq.get(U.trail_seed_of(trace).get(n) or "", []) for n in only2.nodes)
-    capped = U.graph_view(trace, "everything", show_pruned=True, max_edges=3)
+    sq = G.seed_subqueries(trace)
+    only2 = G.graph_view(trace, "kept graph", subqueries=[2])
+    assert all(2 in sq.get(n, []) or 2 in sq.get(G.trail_seed_of(trace).get(n) or "", []) for n in only2.nodes)
+    capped = G.graph_view(trace, "everything", show_pruned=True, max_edges=3)
     assert len(capped.edges) == 3 and "3" in capped.note
     with pytest.raises(InputError):
-        U.graph_view(trace, "sideways")
+        G.graph_view(trace, "sideways")
 
 
 def test_vis_network_data_colours_sizes_dashes_and_plain_text(budget_then_trace):
     _, trace = budget_then_trace
-    view = U.graph_view(trace, "everything", show_pruned=True)
-    data = U.vis_network_data(trace, view, U.layout_positions(view.nodes, view.edges))
+    view = G.graph_view(trace, "everything", show_pruned=True)
+    data = G.vis_network_data(trace, view, G.layout_positions(view.nodes, view.edges))
     by_id = {n["id"]: n for n in data["nodes"]}
     for n in trace.nodes:
-        assert by_id[n.paper.id]["color"] == U.ROLE_COLOURS[U.node_role(n)]
+        assert by_id[n.paper.id]["color"] == D.ROLE_COLOURS[D.node_role(n)]
         assert "x" in by_id[n.paper.id] and "y" in by_id[n.paper.id]
     top = max(trace.nodes, key=lambda n: n.score)
     assert by_id[top.paper.id]["size"] == pytest.approx(36.0)
@@ -133,8 +142,8 @@ def test_vis_network_data_colours_sizes_dashes_and_plain_text(budget_then_trace)
         rec = edges[f"{e.citing}->{e.cited}"]
         assert (rec["from"], rec["to"]) == (e.citing, e.cited)
         assert rec["dashes"] is (not e.kept)
-        assert rec["color"] == (U.delta_colour(e.delta) if e.kept else U.PRUNED_EDGE_COLOUR)
-    assert U.delta_colour(0.0) == "#a9b8cc" and U.delta_colour(1.0) == "#1d3557"
+        assert rec["color"] == (G.delta_colour(e.delta) if e.kept else D.PRUNED_EDGE_COLOUR)
+    assert G.delta_colour(0.0) == "#a9b8cc" and G.delta_colour(1.0) == "#1d3557"
 
 
 def test_rerank_reproduces_the_run_and_covers_every_ranker(budget_then_trace):
@@ -156,8 +165,8 @@ def test_rerank_on_real_hepth_run_matches(hepth_engine):
     from crase_core.pipeline import run_query
     from crase_core.settings import PipelineSettings
 
-    trace = run_query(json.loads(U.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine,
+    trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine,
                       PipelineSettings(ranker="salsa"))
     again = rerank(trace, "salsa")
     assert again.result.scores == trace.ranking.scores
-    assert len(U.load_demo_queries()) >= 3
+    assert len(D.load_demo_queries()) >= 3

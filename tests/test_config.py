@@ -218,5 +218,4 @@ def test_only_the_environment_module_reads_environment_variables():
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and \
                     isinstance(node.value, ast.Name) and node.value.id == "os":
                 readers.add(path.relative_to(ROOT).as_posix())
-    # ui_support.runs_dir is being moved (crase_core/runs.py) and must then ask crase_core.environment too
-    assert readers - {"crase_core/ui_support.py"} == {"crase_core/environment.py"}
+    assert readers == {"crase_core/environment.py"}

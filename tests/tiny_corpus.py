@@ -53,3 +53,30 @@ def write_corpus(folder: Path, papers=TINY_PAPERS, citations=TINY_CITATIONS) -> 
         for u, v in citations:
             f.write(f"{u}\t{v}\n")
     return folder
+
+
+# A second hand-built corpus for the end-to-end check of the paper's configuration (tests/test_paper_preset.py).
+# "quasinormal" is only in S1 = 0101001 and "bootstrap" only in S2 = 0102001, so one-word sub-queries pick them.
+PRESET_PAPERS = [
+    ("0101001", 2001, "Quasinormal modes of rotating black holes",
+     "We compute the quasinormal spectrum of rotating black holes."),
+    ("0102001", 2001, "Conformal bootstrap bounds on black hole spectra",
+     "The bootstrap bounds the spectrum of black hole states."),
+    ("9901001", 1999, "Ringdown of perturbed horizons", "Perturbed horizons ring down."),
+    ("9801001", 1998, "Black hole perturbation theory", "Linear perturbations of black holes are stable."),
+    ("0201001", 2002, "Spectral bounds revisited", "We revisit bounds on spectra."),
+    ("9601001", 1996, "Early notes on horizons", "Horizons have area."),
+    ("9701001", 1997, "Horizon thermodynamics", "Horizons carry entropy."),
+]
+# citing, cited. S1 → A, B; S2 → B, S1, X; C → S2; A → B (an edge among neighbours: 1.5 hops); A → D (D is
+# two steps from every seed, so it stays out of the 1.5-hop graph).
+PRESET_CITATIONS = [
+    ("0101001", "9901001"),
+    ("0101001", "9801001"),
+    ("0102001", "9801001"),
+    ("0102001", "0101001"),
+    ("0201001", "0102001"),
+    ("0102001", "9601001"),
+    ("9901001", "9801001"),
+    ("9901001", "9701001"),
+]

@@ -22,9 +22,10 @@ from typing import Any
 from ..entailment import EntailmentScorer, LexicalSupportScorer
 from ..errors import InputError
 from ..records import Claim
+from ..resources import scifact_pairs_file
 from ..text import content_terms
 
-DEFAULT_PAIRS = Path(__file__).resolve().parents[2] / "assets" / "scifact" / "claim_doc_pairs.jsonl.gz"
+DEFAULT_PAIRS = scifact_pairs_file()
 THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 20))
 
 

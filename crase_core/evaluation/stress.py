@@ -1,7 +1,7 @@
 """Seed-corruption stress test (Crase paper, Appendix K).
 
 For each query the seeds S of the clean run are replaced by |S| corrupted
-seeds and stages 2–3 run unchanged (``run_query(..., seeds_override=…)``):
+seeds and stages 2–3 run unchanged (``run_query(..., seeding=InjectedSeeds(…))``):
 
 * ``lexical`` — lexically similar distractors: the best BM25 hits for the
   query that are neither relevant nor clean seeds (topically adjacent noise);
@@ -15,15 +15,40 @@ corrupted / clean Recall@50 and MAP@50 (see ``benchmarks/eval_stress.py``).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..cache import stable_hash
 from ..errors import InputError
 from ..pipeline import Engine, run_query
+from ..records import PlanResult, Seed, SeedOrigin
 from ..settings import PipelineSettings
+from ..sources.base import PaperSource
+from ..stages.progress import ProgressFn
+from ..stages.seeding import Seeding
 from .benchmark import BenchQuery
 from .methods import MethodOutput, trace_stats
+
+
+@dataclass(frozen=True)
+class InjectedSeeds:
+    """A seeding stage (see :class:`crase_core.stages.seeding.SeedingStage`) that makes no search: the
+    seeds are ``paper_ids`` in that order, less the ids the source does not show. The plan is still
+    made; the trace records the injection in ``warnings``."""
+
+    paper_ids: Sequence[str]
+
+    def __call__(self, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
+                 progress: ProgressFn | None) -> Seeding:
+        wanted = list(dict.fromkeys(self.paper_ids))
+        visible = source.get(wanted)
+        injected = [pid for pid in wanted if pid in visible]
+        seeds = [Seed(pid, [SeedOrigin(0, "(injected seed)", i, i, len(injected))]) for i, pid in enumerate(injected, 1)]
+        warning = (f"seeds injected by the caller ({len(injected)} of {len(self.paper_ids)} visible); "
+                   "stage 1 search skipped")
+        return Seeding(seeds, [], warnings=[warning])
 
 
 def lexical_distractors(q: BenchQuery, engine: Engine, n: int, exclude: set[str]) -> list[str]:
@@ -55,7 +80,7 @@ def corrupted_run(q: BenchQuery, engine: Engine, settings: PipelineSettings, mod
         injected = random_papers(q, engine, len(clean_seeds), set(q.relevant))
     else:
         raise InputError(f"seed corruption must be lexical or random (got {mode!r})")
-    trace = run_query(q.query, engine, settings, seeds_override=injected)
+    trace = run_query(q.query, engine, settings, seeding=InjectedSeeds(injected))
     stats = trace_stats(trace)
     stats.update({"corruption": mode, "n_clean_seeds": len(clean_seeds), "n_injected": len(injected)})
     return MethodOutput([r.paper_id for r in trace.results], stats, trace)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .. import environment
 from ..errors import InputError
+from ..resources import prompts_dir
 
 PROMPT_NAMES = ("plan", "claims", "entailment")
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -34,9 +35,9 @@ _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
 
 def default_prompts_dir() -> Path:
-    """``$CRASE_PROMPTS_DIR``, else ``prompts/`` at the project root (next to ``crase_core/``)."""
+    """``$CRASE_PROMPTS_DIR``, else the shipped prompts (:func:`crase_core.resources.prompts_dir`)."""
     env = environment.get(environment.PROMPTS_DIR)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "prompts"
+    return Path(env) if env else prompts_dir()
 
 
 def neutralize(text: str) -> str:

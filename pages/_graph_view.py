@@ -1,226 +1,21 @@
-"""Front-end helpers that need no Streamlit: run storage, graph views, budget probe, escaping.
+"""What the evidence-graph page draws: which nodes and edges a view shows, their layout and vis-network records.
 
-The Streamlit pages (``app.py``, ``pages/``) only lay these out. Everything
-here is a plain function or a small class over a :class:`RunTrace`, so it is
-unit-tested without a browser.
-
-* :class:`RunStore` — every run saved as its trace JSON (plus a small sidecar
-  for fast listing) under ``$CRASE_RUNS_DIR`` or ``<cache root>/runs``.
-* :func:`graph_view` / :func:`vis_network_data` — which nodes and edges the
-  evidence-graph page shows, and their vis-network (pyvis) records.
-* :func:`probe_budget` — the exact model-call budget of a query, obtained by
-  running the pipeline only up to the point where the budget is known.
-* :func:`md_escape` — paper text made safe for Streamlit markdown.
+Plain functions over a :class:`RunTrace` (no Streamlit), so they are unit-tested
+without a browser. Node colour = role, size = score; edge colour/width = Δ (Eq. 4),
+pruned edges dashed.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
-import os
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from . import trace as trace_io
-from .cache import cache_root
-from .errors import InputError, TraceError
-from .records import Budget, EdgeRecord, NodeRecord
-from .trace import RunTrace
-
-# --- colours shared by the graph, legends and charts ------------------------------------------------
-ROLE_COLOURS: dict[str, str] = {
-    "seed_kept": "#2a9d8f",  # teal
-    "seed_pruned": "#e76f51",  # burnt orange
-    "expanded": "#4f6d9a",  # slate blue
-    "expanded_pruned": "#b8bfca",  # grey
-    "text": "#9b6bb5",  # muted violet: full-query text match outside the citation graph
-}
-ROLE_LABELS: dict[str, str] = {
-    "seed_kept": "seed, kept",
-    "seed_pruned": "seed, pruned",
-    "expanded": "expanded (neighbour)",
-    "expanded_pruned": "expanded, pruned",
-    "text": "text match (outside the graph)",
-}
-PRUNED_EDGE_COLOUR = "#d08c7f"
-
-DEMO_QUERIES_FILE = Path(__file__).resolve().parent.parent / "assets" / "ui" / "demo_queries.json"
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>$:])")
-
-
-def md_escape(text: object) -> str:
-    """``text`` as literal Streamlit markdown: HTML escaped, markdown/LaTeX syntax backslashed.
-
-    ``<script>`` comes out as the visible text ``<script>``; ``$x$`` is not typeset;
-    ``[a](javascript:…)`` is not a link.
-    """
-    s = html.escape(str(text), quote=False)
-    return _MD_SPECIAL.sub(r"\\\1", s).replace("\n", " ")
-
-
-def node_role(node: NodeRecord) -> str:
-    """One of ``ROLE_COLOURS``' keys."""
-    if node.role == "seed":
-        return "seed_kept" if node.kept else "seed_pruned"
-    if node.role == "text":
-        return "text"
-    return "expanded" if node.kept else "expanded_pruned"
-
-
-def short_title(title: str, limit: int = 60) -> str:
-    t = " ".join(title.split())
-    return t if len(t) <= limit else t[: limit - 1] + "…"
-
-
-def authors_line(authors: Sequence[str], limit: int = 3) -> str:
-    if not authors:
-        return "unknown authors"
-    if len(authors) <= limit:
-        return ", ".join(authors)
-    return ", ".join(authors[:limit]) + f" et al. (+{len(authors) - limit})"
-
-
-def load_demo_queries(path: Path = DEMO_QUERIES_FILE) -> list[dict[str, str]]:
-    """Demo queries shipped with the app: ``[{"label", "query", "source"}]``."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return []
-    return [d for d in data if isinstance(d, dict) and d.get("query")]
-
-
-# --- runs ---------------------------------------------------------------------------------------------
-def runs_dir() -> Path:
-    """``$CRASE_RUNS_DIR``, else ``<cache root>/runs`` (created)."""
-    root = os.environ.get("CRASE_RUNS_DIR")
-    path = Path(root) if root else cache_root() / "runs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@dataclass
-class RunInfo:
-    """One saved run, as the runs page lists it (read from the sidecar, not the trace)."""
-
-    name: str
-    path: Path
-    query: str
-    created_at: str
-    run_id: str
-    source: str
-    backend: str
-    counts: dict[str, int] = field(default_factory=dict)
-    size_bytes: int = 0
-
-
-def _summary(trace: RunTrace) -> dict[str, Any]:
-    return {
-        "query": trace.query,
-        "created_at": trace.created_at,
-        "run_id": trace.run_id,
-        "source": trace.source,
-        "backend": trace.backend.get("backend", ""),
-        "counts": trace.stage_counts(),
-    }
-
-
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-class RunStore:
-    """Saved traces in one folder: ``<stamp>-<run_id>.json`` plus ``.meta.json`` sidecars."""
-
-    def __init__(self, directory: str | os.PathLike[str] | None = None):
-        self.directory = Path(directory) if directory else runs_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
-
-    def _name_for(self, trace: RunTrace) -> str:
-        stamp = _SAFE_NAME.sub("", (trace.created_at or "").replace(":", "").replace("+", "Z"))[:17] or "run"
-        return f"{stamp}-{_SAFE_NAME.sub('', trace.run_id) or 'trace'}"
-
-    def save(self, trace: RunTrace) -> str:
-        """Write the trace and its sidecar; return the run's name (stable for the same run)."""
-        name = self._name_for(trace)
-        trace_io.save(trace, self.directory / f"{name}.json")
-        (self.directory / f"{name}.meta.json").write_text(json.dumps(_summary(trace)), encoding="utf-8")
-        return name
-
-    def import_bytes(self, data: bytes) -> tuple[str, RunTrace]:
-        """Validate an uploaded trace file, save it into the store; raise :class:`TraceError` if unusable."""
-        trace = trace_io.loads(data)
-        return self.save(trace), trace
-
-    def path(self, name: str) -> Path:
-        if _SAFE_NAME.sub("", name) != name or not name:
-            raise InputError(f"not a run name: {name!r}")
-        return self.directory / f"{name}.json"
-
-    def load(self, name: str) -> RunTrace:
-        path = self.path(name)
-        if not path.is_file():
-            raise TraceError(f"no saved run named {name!r} in {self.directory}")
-        return trace_io.load(path)
-
-    def list(self) -> list[RunInfo]:
-        """Saved runs, newest first. Traces without a readable sidecar are summarised from the trace."""
-        out: list[RunInfo] = []
-        for path in self.directory.glob("*.json"):
-            if path.name.endswith(".meta.json"):
-                continue
-            name = path.name[: -len(".json")]
-            meta_path = self.directory / f"{name}.meta.json"
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                try:
-                    meta = _summary(trace_io.load(path))
-                    meta_path.write_text(json.dumps(meta), encoding="utf-8")
-                except TraceError:
-                    continue
-            out.append(
-                RunInfo(name, path, str(meta.get("query", "")), str(meta.get("created_at", "")),
-                        str(meta.get("run_id", "")), str(meta.get("source", "")), str(meta.get("backend", "")),
-                        dict(meta.get("counts", {})), path.stat().st_size)
-            )
-        out.sort(key=lambda r: (r.created_at, r.name), reverse=True)
-        return out
-
-    def delete(self, name: str) -> None:
-        for p in (self.path(name), self.directory / f"{name}.meta.json"):
-            p.unlink(missing_ok=True)
-
-
-# --- budget -------------------------------------------------------------------------------------------
-class _BudgetKnown(Exception):
-    def __init__(self, budget: Budget):
-        self.budget = budget
-
-
-def probe_budget(query: str, engine: Any, settings: Any) -> Budget:
-    """The run's exact model-call budget (1 + |V| + |E|, less cached), without extracting or scoring.
-
-    Runs the pipeline's plan, seed and expansion stages (the plan is cached, so
-    the real run does not pay for it twice) and stops at the first ``claims``
-    progress event, which carries the budget.
-    """
-    from .pipeline import run_query  # local: pipeline imports are heavy
-
-    def stop(event: Any) -> None:
-        budget = getattr(event, "budget", None)
-        if budget is not None:
-            raise _BudgetKnown(budget)
-
-    try:
-        run_query(query, engine, settings.replace(max_model_calls=None), progress=stop)
-    except _BudgetKnown as known:
-        return known.budget
-    raise InputError("the pipeline finished without reporting a budget")  # pragma: no cover
-
+from crase_core.errors import InputError
+from crase_core.records import EdgeRecord, NodeRecord
+from crase_core.trace import RunTrace
+from pages._display import PRUNED_EDGE_COLOUR, ROLE_COLOURS, ROLE_LABELS, authors_line, node_role, short_title
 
 # --- graph views ----------------------------------------------------------------------------------------
 VIEW_MODES = ("top-k and trails", "kept graph", "everything")
@@ -306,7 +101,8 @@ def graph_view(
         node_set = {pid for pid in by_id if passes(pid)}
     nodes = [n.paper.id for n in trace.nodes if n.paper.id in node_set]
 
-    kept_edges, pruned_edges = [], []
+    kept_edges: list[EdgeRecord] = []
+    pruned_edges: list[EdgeRecord] = []
     for e in trace.edges:
         if e.citing in node_set and e.cited in node_set:
             (kept_edges if e.kept else pruned_edges).append(e)

@@ -1,0 +1,77 @@
+"""Stage 2a: the evidence graph — expand the seeds (see :mod:`crase_core.expansion`), drop ids the
+source has no record of, and add the full-query text candidates the expansion did not reach."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..expansion import ExpandedGraph, expand
+from ..records import Paper, SearchHit, Seed
+from ..settings import PipelineSettings
+from ..sources.base import PaperSource
+from .progress import ProgressFn, emit
+
+
+@dataclass
+class Expansion:
+    """V and E (``graph``), every node's record, which nodes are seeds and which text candidates."""
+
+    graph: ExpandedGraph
+    papers: dict[str, Paper]
+    seed_ids: set[str]
+    text_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def role(self, paper_id: str) -> Literal["seed", "expanded", "text"]:
+        """``seed``, ``text`` (a full-query hit outside the citation graph) or ``expanded``."""
+        return "seed" if paper_id in self.seed_ids else "text" if paper_id in self.text_ids else "expanded"
+
+
+def drop_unknown(graph: ExpandedGraph, papers: dict[str, Paper]) -> list[str]:
+    """Remove the nodes without a record in ``papers`` (and their edges) from ``graph``; return them."""
+    missing = [n for n in graph.nodes if n not in papers]
+    if missing:
+        gone = set(missing)
+        graph.nodes = [n for n in graph.nodes if n not in gone]
+        graph.edges = [(u, v) for u, v in graph.edges if u not in gone and v not in gone]
+    return missing
+
+
+def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource,
+                        query_hits: list[SearchHit], query_papers: dict[str, Paper], seed_ids: set[str],
+                        settings: PipelineSettings) -> list[str]:
+    """Add the top ``settings.text_candidates`` full-query hits outside V to V; return their ids.
+
+    Their citation edges inside V join E (with hops = 1, only those with a seed at the other end) and
+    are scored like any other; the candidates are exempt from isolation pruning (their evidence is the
+    text match, recorded in the trace's ``query_hits``).
+    """
+    in_graph = set(graph.nodes)
+    text_ids = [h.paper_id for h in query_hits[: settings.text_candidates]
+                if h.paper_id not in in_graph and h.paper_id in query_papers]
+    if text_ids:
+        text_set = set(text_ids)
+        graph.nodes = graph.nodes + text_ids
+        papers.update({n: query_papers[n] for n in text_ids})
+        extra = [(u, v) for u, v in source.edges_among(graph.nodes) if u in text_set or v in text_set]
+        if settings.hops < 1.5:
+            extra = [(u, v) for u, v in extra if u in seed_ids or v in seed_ids]
+        graph.edges = sorted(set(graph.edges) | set(extra))
+    return text_ids
+
+
+def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: dict[str, Paper],
+                 source: PaperSource, settings: PipelineSettings, progress: ProgressFn | None = None) -> Expansion:
+    """Stage 2a: V and E around the seeds (``settings.hops``, ``neighbor_cap``), plus text candidates."""
+    emit(progress, "expansion", 0, len(seeds), "fetching references and citers")
+    graph = expand(source, [s.paper_id for s in seeds], settings.hops, settings.neighbor_cap)
+    papers = source.get(graph.nodes)
+    warnings: list[str] = []
+    missing = drop_unknown(graph, papers)
+    if missing:
+        warnings.append(f"{len(missing)} neighbour id(s) had no record at the source and were dropped")
+    seed_ids = {s.paper_id for s in seeds}
+    text_ids = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings)
+    emit(progress, "expansion", len(seeds), len(seeds), f"|V| = {len(graph.nodes)}, |E| = {len(graph.edges)}")
+    return Expansion(graph, papers, seed_ids, text_ids, warnings)

@@ -1,0 +1,34 @@
+"""Stage 1a: the research plan — up to L keyword sub-queries for the query (DESIGN.md, paper §3.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..component_cache import ComponentCache
+from ..records import PlanResult
+from ..settings import PipelineSettings
+from .progress import ProgressFn, emit
+
+
+@dataclass
+class Planning:
+    """The plan (never without a sub-query) and what went wrong making it."""
+
+    plan: PlanResult
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_query(query: str, components: ComponentCache, settings: PipelineSettings,
+               progress: ProgressFn | None = None) -> Planning:
+    """Plan ``query`` (cached per query and L). A failed or empty plan falls back to the query itself."""
+    emit(progress, "plan", 0, 1, "planning sub-queries")
+    plan = components.plan(query, settings.L)
+    warnings: list[str] = []
+    if plan.error:
+        warnings.append(f"planner failed{' (cached answer)' if plan.cached else ''}: {plan.error}")
+    if not plan.subqueries:
+        # A planner that produced nothing still leaves the query itself to search for.
+        plan.subqueries = [query]
+        plan.notes.append("no sub-queries were planned; the query itself is the only sub-query")
+    emit(progress, "plan", 1, 1, f"{len(plan.subqueries)} sub-queries")
+    return Planning(plan, warnings)

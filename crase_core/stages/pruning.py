@@ -1,0 +1,93 @@
+"""Stage 2c: Δ, pruning and weights of each edge (paper Eq. 3–5), then the fate of each node and seed.
+
+Pure functions of the scored graph (apart from progress events): see :mod:`crase_core.affinity`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..affinity import age_years, coverage_affinity, decide_edge, supported_claims, surviving_nodes
+from ..component_cache import Edge
+from ..records import EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
+from ..settings import PipelineSettings
+from .expansion import Expansion
+from .progress import ProgressFn, emit
+
+
+@dataclass
+class Pruning:
+    """Every edge with Δ and its decision, every node with its fate; ``alive`` = the kept node ids."""
+
+    edges: list[EdgeRecord]
+    nodes: list[NodeRecord]
+    alive: set[str]
+
+
+def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansion, settings: PipelineSettings,
+                reference_year: int) -> EdgeRecord:
+    """Edge u→v with s_i, Δ (0 when scoring failed), age factor, weight and decision (Δ ≤ τ → pruned)."""
+    age = age_years(cited.year, reference_year)
+    rec = EdgeRecord(
+        citing=u, cited=v, matrix=em.matrix, error=em.error, cached=em.cached,
+        supported=supported_claims(em.matrix, settings.theta) if not em.error else [],
+        delta=coverage_affinity(em.matrix, settings.theta) if not em.error else 0.0,
+        age_years=age, age_factor=age ** (-settings.beta),
+        contexts=expansion.graph.contexts.get((u, v), []), intents=expansion.graph.intents.get((u, v), []),
+    )
+    decide_edge(rec, settings.tau)
+    if cited.year is None:
+        rec.decision += "; cited paper has no year, age taken as 1"
+    return rec
+
+
+def node_records(expansion: Expansion, alive: set[str], degree: Counter[str]) -> list[NodeRecord]:
+    """One record per node of V: its role, and why it was pruned (isolated) when it was."""
+    nodes: list[NodeRecord] = []
+    for n in expansion.graph.nodes:
+        rec = NodeRecord(paper=expansion.papers[n], role=expansion.role(n), kept=n in alive)
+        if not rec.kept:
+            rec.prune_reason = (
+                f"isolated: all {degree[n]} of its edges were pruned" if degree[n] else "no citation edge inside the graph"
+            )
+        nodes.append(rec)
+    return nodes
+
+
+def decide_seed_fates(seeds: Sequence[Seed], alive: set[str], degree: Counter[str], kept_degree: Counter[str],
+                      tau: float) -> None:
+    """Set each seed's ``fate`` (kept/pruned) and ``fate_reason``."""
+    for s in seeds:
+        if s.paper_id in alive:
+            s.fate = "kept"
+            s.fate_reason = f"kept: {kept_degree[s.paper_id]} of {degree[s.paper_id]} edges kept"
+        else:
+            s.fate = "pruned"
+            s.fate_reason = (
+                f"pruned: all {degree[s.paper_id]} of its edges have Δ ≤ τ = {tau:g}"
+                if degree[s.paper_id]
+                else "pruned: no references or citers inside the graph"
+            )
+
+
+def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: Sequence[Seed],
+                settings: PipelineSettings, reference_year: int, progress: ProgressFn | None = None) -> Pruning:
+    """Stage 2c: score and decide every edge; a node survives with a kept edge, or as a text candidate."""
+    graph = expansion.graph
+    emit(progress, "pruning", 0, len(graph.edges), "coverage affinity and pruning")
+    edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year)
+             for u, v in graph.edges]
+    alive = surviving_nodes(graph.nodes, edges) | set(expansion.text_ids)
+    degree: Counter[str] = Counter()
+    kept_degree: Counter[str] = Counter()
+    for e in edges:
+        degree.update((e.citing, e.cited))
+        if e.kept:
+            kept_degree.update((e.citing, e.cited))
+    nodes = node_records(expansion, alive, degree)
+    decide_seed_fates(seeds, alive, degree, kept_degree, settings.tau)
+    emit(progress, "pruning", len(graph.edges), len(graph.edges),
+         f"{sum(e.kept for e in edges)} of {len(edges)} edges kept, {len(alive)} of {len(graph.nodes)} nodes")
+    return Pruning(edges, nodes, alive)

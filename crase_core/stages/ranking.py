@@ -1,0 +1,135 @@
+"""Stage 3: rank the pruned graph (paper Eq. 6) from a restart distribution, then explain the top k.
+
+The ranker is called in one place, :func:`run_ranker` (``crase_core.rerank`` uses it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .. import rankers
+from ..ranking import WeightedGraph, top_k
+from ..records import RankedPaper, RankingResult, SearchHit, Seed
+from ..settings import PipelineSettings
+from ..trails import best_trails, explain
+from .expansion import Expansion
+from .progress import ProgressFn, emit
+from .pruning import Pruning
+
+ALL_PRUNED_WARNING = ("every citation edge was pruned (no cited claim supports a citing claim at θ); nothing left "
+                      "to rank. Lower θ, or raise nothing: this is the evidence graph's verdict.")
+
+
+@dataclass
+class Ranked:
+    """The ranker's scores of every kept node and the top-k answer with reasons."""
+
+    ranking: RankingResult
+    results: list[RankedPaper]
+    warnings: list[str] = field(default_factory=list)
+
+
+def personalization_vector(seeds: Sequence[Seed], kept_nodes: set[str], mode: str) -> dict[str, float]:
+    """Restart distribution p over kept seeds: uniform, or ∝ 1/best relevance rank ("relevance")."""
+    weights: dict[str, float] = {}
+    for s in seeds:
+        if s.paper_id not in kept_nodes:
+            continue
+        if mode == "relevance":
+            weights[s.paper_id] = 1.0 / min(o.relevance_rank for o in s.origins)
+        else:
+            weights[s.paper_id] = 1.0
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()} if total > 0 else {}
+
+
+def query_restart_vector(node_ids: Sequence[str], query_hits: Sequence[SearchHit], power: float) -> dict[str, float]:
+    """Query-conditioned restart: p(v) ∝ score(v)^γ over ``node_ids`` found by the full-query search.
+
+    ``score`` is the source's relevance score of v for the whole query (0 for a paper the search did
+    not return); {} when no node has a positive score (the caller falls back to the seeds).
+    """
+    score = {h.paper_id: h.score for h in query_hits}
+    weights = {n: score[n] ** power for n in node_ids if score.get(n, 0.0) > 0.0}
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()} if total > 0 else {}
+
+
+def restart_distribution(settings: PipelineSettings, seeds: Sequence[Seed], alive: set[str], rank_ids: Sequence[str],
+                         query_hits: Sequence[SearchHit], warnings: list[str] | None = None) -> dict[str, float]:
+    """Stage 3's restart distribution p over ``rank_ids`` (kept nodes + text candidates), per settings.
+
+    ``query``: :func:`query_restart_vector`, falling back to the kept seeds; otherwise
+    :func:`personalization_vector`; uniform over ``rank_ids`` when all of that is empty.
+    Fallbacks are explained in ``warnings``. Pure; :mod:`crase_core.rerank` reuses it.
+    """
+    notes = warnings if warnings is not None else []
+    if settings.personalization == "query":
+        p = query_restart_vector(rank_ids, query_hits, settings.query_power)
+        if rank_ids and not p:
+            notes.append("no ranked paper matched the full-query search; the walk restarts at the kept seeds")
+            p = personalization_vector(seeds, alive, "uniform")
+    else:
+        p = personalization_vector(seeds, alive, settings.personalization)
+    if rank_ids and not p:
+        notes.append("every seed was pruned; the walk restarts uniformly over the surviving papers")
+        p = {n: 1.0 / len(rank_ids) for n in rank_ids}
+    return p
+
+
+def run_ranker(ranker: str, graph: WeightedGraph, p: Mapping[str, float], settings: PipelineSettings) -> RankingResult:
+    """Rank ``graph`` with the registered ranker ``ranker`` from restart distribution ``p``.
+
+    The one place a ranker is called (the pipeline and :mod:`crase_core.rerank`); the registry
+    passes it its own parameters from ``settings`` (α/tol/max_iter for the walks, ``cep_*`` for CEP).
+    """
+    return rankers.rank(settings if settings.ranker == ranker else settings.replace(ranker=ranker), graph, p)
+
+
+def rank_order(scores: Mapping[str, float], seeds: Sequence[Seed], rank_ids: Sequence[str]) -> list[tuple[str, float]]:
+    """Every scored node by score, ties broken by seed order, then the order of ``rank_ids``."""
+    seed_order = [s.paper_id for s in seeds]
+    seed_ids = set(seed_order)
+    return top_k(scores, len(scores), seed_order + [n for n in rank_ids if n not in seed_ids])
+
+
+def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], pruning: Pruning,
+                   expansion: Expansion, query_hits: Sequence[SearchHit]) -> list[RankedPaper]:
+    """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed and its reason."""
+    trails = best_trails([s.paper_id for s in seeds if s.paper_id in pruning.alive], pruning.edges)
+    titles = {n: expansion.papers[n].title for n in expansion.graph.nodes}
+    seed_by_id = {s.paper_id: s for s in seeds}
+    text_rank = {h.paper_id: h.relevance_rank for h in query_hits}
+    text_ids = set(expansion.text_ids)
+    results: list[RankedPaper] = []
+    for rank, (n, score) in enumerate(ranked[:k], 1):
+        reason, origin, trail = explain(n, trails.get(n), seed_by_id.get(n),
+                                        text_rank[n] if n in text_ids else None, titles)
+        results.append(RankedPaper(n, rank, score, origin, trail, reason))
+    return results
+
+
+def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
+                settings: PipelineSettings, progress: ProgressFn | None = None) -> Ranked:
+    """Stage 3: restart distribution, ranker, node scores and ranks, and the explained top k."""
+    emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
+    warnings: list[str] = []
+    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive]
+    p = restart_distribution(settings, seeds, pruning.alive, rank_ids, query_hits, warnings)
+    if seeds and not rank_ids:
+        warnings.append(ALL_PRUNED_WARNING)
+    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges if e.kept])
+    ranking = run_ranker(settings.ranker, wgraph, p, settings) if rank_ids else RankingResult(settings.ranker, {})
+    if rank_ids and not ranking.converged:
+        warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
+                        f"(residual {ranking.residual:.2e})")
+    ranked = rank_order(ranking.scores, seeds, rank_ids)
+    rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
+    for node in pruning.nodes:
+        if node.kept:
+            node.score = ranking.scores.get(node.paper.id, 0.0)
+            node.rank = rank_of.get(node.paper.id)
+    results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits)
+    emit(progress, "ranking", 1, 1, f"{len(results)} papers")
+    return Ranked(ranking, results, warnings)

@@ -1,0 +1,238 @@
+"""ComponentCache: the planner, extractor and scorer behind the result cache, with one set of counters."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from crase_core.backends import ModelBackend
+from crase_core.cache import ResultCache
+from crase_core.component_cache import (
+    ComponentCache,
+    claims_digest,
+    claims_key,
+    is_output_failure,
+    matrix_key,
+    plan_key,
+)
+from crase_core.records import Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
+from crase_core.settings import PipelineSettings
+from crase_core.stages.planning import plan_query
+
+A = Paper("a", "Black hole entropy", "We count microstates. The entropy agrees.", 1998)
+B = Paper("b", "Holography", "String theory is dual to a field theory.", 1999)
+C = Paper("c", "Glueballs", "We simulate glueballs.", 2000)
+
+
+def _claims(paper: Paper) -> list[Claim]:
+    sentences = [s.strip() + "." for s in paper.abstract.split(".") if s.strip()]
+    return [Claim(f"c{i}", "EMPIRICAL", s, s) for i, s in enumerate(sentences, 1)]
+
+
+class FakePlanner:
+    identity = "fake-planner/v1"
+
+    def __init__(self, subqueries: list[str], error: str | None = None, notes: list[str] | None = None):
+        self.subqueries, self.error, self.notes, self.calls = subqueries, error, notes or [], 0
+
+    def plan(self, query: str, max_subqueries: int) -> PlanResult:
+        self.calls += 1
+        return PlanResult(query, list(self.subqueries), self.identity, error=self.error, notes=list(self.notes),
+                          usage=Usage(2, 100, 20))
+
+
+class FakeExtractor:
+    identity = "fake-extractor/v1"
+
+    def __init__(self, errors: dict[str, str] | None = None, repaired: set[str] | None = None):
+        self.errors, self.repaired, self.calls = errors or {}, repaired or set(), 0
+
+    def extract_many(self, papers):
+        self.calls += len(papers)
+        out = []
+        for p in papers:
+            if p.id in self.errors:
+                out.append(ClaimSet(p.id, [], self.identity, error=self.errors[p.id], usage=Usage(3, 50, 0)))
+            else:
+                notes = ["repaired: took the JSON value out of surrounding text"] if p.id in self.repaired else []
+                out.append(ClaimSet(p.id, _claims(p), self.identity, notes=notes, usage=Usage(1, 40, 10)))
+        return out
+
+
+class FakeScorer:
+    """Every score 0.5; an edge whose cited paper's first claim starts with a key of ``errors`` fails."""
+
+    identity = "fake-scorer/v1"
+
+    def __init__(self, errors: dict[str, str] | None = None):
+        self.errors, self.calls = errors or {}, 0
+
+    def score_many(self, pairs):
+        self.calls += len(pairs)
+        out = []
+        for citing, cited in pairs:
+            error = next((e for k, e in self.errors.items() if cited[0].text.startswith(k)), None)
+            if error:
+                out.append(EdgeMatrix([], self.identity, error=error))
+            else:
+                out.append(EdgeMatrix([[0.5] * len(cited) for _ in citing], self.identity, usage=Usage(1, 7, 3)))
+        return out
+
+
+def backend(planner=None, extractor=None, scorer=None) -> ModelBackend:
+    return ModelBackend("fake", planner or FakePlanner(["black hole", "entropy"]), extractor or FakeExtractor(),
+                        scorer or FakeScorer())
+
+
+def test_keys_are_byte_identical_to_earlier_versions():
+    """Existing caches stay valid: these strings were computed by the pipeline before the refactor."""
+    p = Paper("9801001", "Black hole entropy", "We count microstates. Entropy agrees.", 1998)
+    a = [Claim("c1", "EMPIRICAL", "We count microstates.", "We count microstates.")]
+    b = [Claim("c1", "EMPIRICAL", "Entropy agrees.", "Entropy agrees."),
+         Claim("c2", "CONTEXTUAL", "Black holes.", "Black holes.")]
+    assert plan_key("keyword-planner/v1", "black hole entropy", 5) == "plan|keyword-planner/v1|4232827bc9bbde91e7f2d1a40e9f651d"
+    assert claims_key("extractive-claims/v1", p) == "claims|extractive-claims/v1|906b49c47ca4bb914367e174f038beba"
+    assert claims_digest(b) == "40a5fd2317f25bd47ae89e89fe42ee5d"
+    assert matrix_key("lexical/v1", a, b) == (
+        "matrix|lexical/v1|cc59c8c9f18cd49de192fa86d41b3ab7|40a5fd2317f25bd47ae89e89fe42ee5d")
+    assert matrix_key("lexical/v1", (), (), digests=(claims_digest(a), claims_digest(b))) == matrix_key("lexical/v1", a, b)
+
+
+def test_output_failure_versus_transport_failure():
+    assert is_output_failure("model output: matrix has 3 rows, expected 4")
+    assert not is_output_failure("timeout after 3 tries")
+    assert not is_output_failure(None) and not is_output_failure("") and not is_output_failure(5)
+
+
+def test_plan_miss_then_hit(tmp_path):
+    planner = FakePlanner(["a", "b", "c"], notes=["repaired: dropped 1 empty sub-query"])
+    cache = ResultCache(tmp_path / "rc")
+    cold = ComponentCache(backend(planner), cache)
+    plan = cold.plan("q", 2)
+    assert plan.subqueries == ["a", "b"] and not plan.cached
+    # a plan's repairs are not counted (as before the refactor); its calls and tokens are
+    assert cold.counters == Counters(model_calls=2, prompt_tokens=100, completion_tokens=20, cache_misses=1)
+    warm = ComponentCache(backend(planner), ResultCache(tmp_path / "rc"))  # from disk
+    again = warm.plan("q", 2)
+    assert planner.calls == 1 and again.cached and again.subqueries == ["a", "b"]
+    assert again.notes == ["repaired: dropped 1 empty sub-query"]
+    assert warm.counters == Counters(cache_hits=1)
+    assert ComponentCache(backend(planner), cache).plan("q", 3).subqueries == ["a", "b", "c"]  # L is in the key
+
+
+def test_claims_and_matrices_miss_then_hit(tmp_path):
+    extractor, scorer = FakeExtractor(repaired={"b"}), FakeScorer()
+    cold = ComponentCache(backend(extractor=extractor, scorer=scorer), ResultCache(tmp_path / "rc"))
+    assert cold.cached_claims([A, B]) == {}
+    claims = {cs.paper_id: cs for cs in cold.extract([A, B])}
+    assert cold.cached_matrices(claims, [("a", "b")]) == {}
+    [em] = cold.score(claims, [("a", "b")])
+    assert em.matrix == [[0.5], [0.5]]
+    assert cold.counters == Counters(model_calls=3, prompt_tokens=87, completion_tokens=23, cache_misses=3, repairs=1)
+
+    warm = ComponentCache(backend(extractor=extractor, scorer=scorer), ResultCache(tmp_path / "rc"))
+    cached = warm.cached_claims([A, B, C])
+    assert set(cached) == {"a", "b"} and all(cs.cached for cs in cached.values())
+    assert [c.text for c in cached["a"].claims] == [c.text for c in claims["a"].claims]
+    matrices = warm.cached_matrices(cached, [("a", "b"), ("b", "a")])
+    assert list(matrices) == [("a", "b")] and matrices[("a", "b")].matrix == [[0.5], [0.5]]
+    assert matrices[("a", "b")].cached
+    assert warm.counters == Counters(cache_hits=3)
+    assert extractor.calls == 2 and scorer.calls == 1
+
+
+def test_without_a_cache_everything_is_a_miss():
+    components = ComponentCache(backend(), None)
+    components.plan("q", 5)
+    claims = {cs.paper_id: cs for cs in components.extract([A, B])}
+    components.score(claims, [("a", "b"), ("b", "a")])
+    assert components.cached_claims([A]) == {} and components.cached_matrices(claims, [("a", "b")]) == {}
+    c = components.counters
+    assert (c.cache_hits, c.cache_misses, c.model_calls) == (0, 5, 6)
+
+
+@pytest.mark.parametrize("bad", [
+    "not a dict", {"garbage": True}, {"claims": []}, {"claims": [["c1", "BOGUS", "x", "x", True]]},
+    {"claims": [["c1", "EMPIRICAL", 5, "x", True]]}, {"claims": [["c1", "EMPIRICAL"]]},
+])
+def test_corrupt_claims_entry_is_a_miss_and_is_overwritten(tmp_path, bad):
+    cache = ResultCache(tmp_path / "rc")
+    components = ComponentCache(backend(), cache)
+    key = claims_key(FakeExtractor.identity, A)
+    cache.set_many({key: bad})
+    assert components.cached_claims([A]) == {}
+    assert components.counters.cache_hits == 0
+    components.extract([A])
+    assert ComponentCache(backend(), ResultCache(tmp_path / "rc")).cached_claims([A])["a"].claims == _claims(A)
+
+
+@pytest.mark.parametrize("bad", [
+    "not a matrix", [[0.5]], [[0.5], [0.5, 0.5]], [[0.5], [1.5]], [[0.5], [-0.1]], [[0.5], [math.nan]],
+    [[0.5], ["x"]], {"error": "timeout"}, {"error": 5},
+])
+def test_corrupt_matrix_entry_is_a_miss(tmp_path, bad):
+    cache = ResultCache(tmp_path / "rc")
+    components = ComponentCache(backend(), cache)
+    claims = {cs.paper_id: cs for cs in components.extract([A, B])}  # a: 2 claims, b: 1
+    cache.set_many({matrix_key(FakeScorer.identity, claims["a"].claims, claims["b"].claims): bad})
+    assert components.cached_matrices(claims, [("a", "b")]) == {}
+    assert components.counters.cache_hits == 0
+
+
+def test_corrupt_plan_entry_is_a_miss(tmp_path):
+    cache = ResultCache(tmp_path / "rc")
+    planner = FakePlanner(["x"])
+    for bad in ("plan", {"subqueries": "x"}, {"subqueries": [1]}, {"subqueries": []},
+                {"subqueries": [], "error": "timeout"}, {"subqueries": ["x"], "notes": "n"}):
+        cache.set_many({plan_key(planner.identity, "q", 5): bad})
+        assert not ComponentCache(backend(planner), cache).plan("q", 5).cached
+    assert planner.calls == 6
+
+
+def test_output_failures_are_cached_transport_failures_are_not(tmp_path):
+    extractor = FakeExtractor(errors={"b": "model output: 2 claims, expected 4-5", "c": "timeout after 3 tries"})
+    scorer = FakeScorer(errors={"We count": "model output: matrix has 3 rows, expected 4", "String": "HTTP 503"})
+    cold = ComponentCache(backend(extractor=extractor, scorer=scorer), ResultCache(tmp_path / "rc"))
+    claims = {cs.paper_id: cs for cs in cold.extract([A, B, C])}
+    claims["d"] = ClaimSet("d", _claims(C), "fake")
+    cold.score(claims, [("d", "a"), ("a", "d")])
+    cold.score({"a": claims["a"], "b2": ClaimSet("b2", _claims(B), "fake")}, [("a", "b2")])
+    assert cold.counters.failures == 4 and cold.counters.model_calls == 1 + 3 + 3 + 3  # at least one call each
+
+    warm = ComponentCache(backend(extractor=extractor, scorer=scorer), ResultCache(tmp_path / "rc"))
+    cached = warm.cached_claims([A, B, C])
+    assert set(cached) == {"a", "b"}  # c's transport failure was not cached: asked again next time
+    assert cached["b"].error == "model output: 2 claims, expected 4-5" and cached["b"].claims == []
+    matrices = warm.cached_matrices(claims | {"b2": ClaimSet("b2", _claims(B), "fake")},
+                                    [("d", "a"), ("a", "d"), ("a", "b2")])
+    assert set(matrices) == {("d", "a"), ("a", "d")}  # the HTTP 503 was not cached
+    assert matrices[("d", "a")].error == "model output: matrix has 3 rows, expected 4"
+    assert matrices[("d", "a")].matrix == [] and matrices[("d", "a")].cached
+    # cached output failures count as failures again (the trace's counters say what the answer holds)
+    assert warm.counters == Counters(cache_hits=4, failures=2)
+
+
+def test_planner_failures_cached_only_for_model_output(tmp_path):
+    for error, cached in (("model output: not JSON", True), ("timeout", False)):
+        planner = FakePlanner([], error=error)
+        ComponentCache(backend(planner), ResultCache(tmp_path / error)).plan("q", 5)
+        again = ComponentCache(backend(planner), ResultCache(tmp_path / error))
+        plan = again.plan("q", 5)
+        assert plan.cached is cached and plan.error == error and plan.subqueries == []
+        assert planner.calls == (1 if cached else 2) and again.counters.failures == 1
+
+
+def test_a_cached_plan_failure_reads_back_the_same_in_the_same_process(tmp_path):
+    """The planning stage adds a note to a failed plan; that must not leak into the cached value."""
+    cache = ResultCache(tmp_path / "rc")  # in-memory LRU in front of the disk
+    planner = FakePlanner([], error="model output: not JSON", notes=["attempt 1 was not JSON"])
+    settings = PipelineSettings(L=3)
+    first = plan_query("black holes", ComponentCache(backend(planner), cache), settings)
+    second = plan_query("black holes", ComponentCache(backend(planner), cache), settings)
+    assert second.plan.cached and planner.calls == 1
+    assert second.plan.notes == first.plan.notes == [
+        "attempt 1 was not JSON", "no sub-queries were planned; the query itself is the only sub-query"]
+    assert second.plan.subqueries == ["black holes"]
+    assert first.warnings == ["planner failed: model output: not JSON"]
+    assert second.warnings == ["planner failed (cached answer): model output: not JSON"]
