@@ -16,10 +16,9 @@ from pathlib import Path
 import streamlit as st
 
 from crase_core.errors import CraseError
-from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
+from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget, run_query
 from crase_core.ranking import RANKERS
 from crase_core.settings import PipelineSettings
-from pages._budget import probe_budget
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._shared import (
     downloads,
@@ -196,7 +195,7 @@ def search_page() -> None:
         engine = guarded(lambda: get_engine(source, backend, options_json), "Could not open the source/backend")
         if engine is not None:
             with st.spinner("Planning, searching and expanding to count the model calls…"):
-                b = guarded(lambda: probe_budget(query, engine, settings), "Could not estimate the budget")
+                b = guarded(lambda: estimate_budget(query, engine, settings), "Could not estimate the budget")
             if b is not None:
                 st.info(budget_text(b), icon=":material/calculate:")
     if go or autorun:

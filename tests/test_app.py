@@ -122,7 +122,7 @@ def test_pages_after_a_run(app_env):
         "sub-queries": str(len(trace.plan.subqueries)), "seeds |S|": str(len(trace.seeds)),
         "✓ kept": str(kept), "✗ pruned": str(pruned)}
     assert [m.value for m in at.markdown if m.value.startswith("#### ρ")] == [
-        f"#### ρ{r.index + 1} “{U.md_escape(r.subquery)}”" for r in trace.subquery_results]
+        f"#### ρ{r.index + 1} “{md_escape(r.subquery)}”" for r in trace.subquery_results]
     assert len(at.dataframe) == len(trace.subquery_results)
     fate = {s.paper_id: "✓" if s.fate == "kept" else "✗" for s in trace.seeds}
     for table, sqr in zip(at.dataframe, trace.subquery_results, strict=True):
