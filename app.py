@@ -16,8 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from crase_core.errors import CraseError
-from crase_core.pipeline import STAGES, StageEvent, clean_query, run_query
-from pages._budget import probe_budget
+from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget, run_query
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
@@ -155,7 +154,7 @@ def search_page() -> None:
         engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
         if engine is not None:
             with st.spinner("Planning, searching and expanding to count the model calls…"):
-                b = guarded(lambda: probe_budget(query, engine, settings), "Could not estimate the budget")
+                b = guarded(lambda: estimate_budget(query, engine, settings), "Could not estimate the budget")
             if b is not None:
                 st.info(budget_text(b), icon=":material/calculate:")
     if go or autorun:

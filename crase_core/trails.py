@@ -94,24 +94,30 @@ def trail_reason(trail: Sequence[TrailStep], titles: Mapping[str, str]) -> str:
     return f"{len(trail)} steps: " + " ".join(parts)
 
 
-def text_candidate_reason(text_rank: int) -> str:
-    """A text candidate's reason (a full-query hit no trail from a kept seed reaches)."""
-    return (f"text match #{text_rank} for the full query (a text candidate the "
-            "expansion did not reach; scored by its query restart weight)")
+def text_candidate_reason(text_rank: int, query_restart: bool = True) -> str:
+    """A text candidate's reason (a full-query hit no trail from a kept seed reaches).
+
+    Under the query restart its score is its restart mass; under a seed restart it has none, so the
+    reason says it is ranked only by what the walk brings it.
+    """
+    how = ("scored by its query restart weight" if query_restart
+           else "the seed restart gives it no mass, so only citations from the graph can score it")
+    return f"text match #{text_rank} for the full query (a text candidate the expansion did not reach; {how})"
 
 
 def explain(paper_id: str, trail: list[TrailStep] | None, seed: Seed | None, text_rank: int | None,
-            titles: Mapping[str, str]) -> tuple[str, str | None, list[TrailStep]]:
+            titles: Mapping[str, str], query_restart: bool = True) -> tuple[str, str | None, list[TrailStep]]:
     """(reason, the seed the trail starts from, trail) of one ranked paper.
 
     A seed explains itself (empty trail); a text candidate without a trail by its full-query rank
     (``text_rank``, None when it is not one); any other paper by its trail, or as reached only
-    through the walk's restarts when no trail reaches it.
+    through the walk's restarts when no trail reaches it. ``query_restart``: whether the walk restarts
+    by full-query relevance (personalization ``query``).
     """
     if seed is not None:
         return seed_reason(seed), paper_id, []
     if text_rank is not None and not trail:
-        return text_candidate_reason(text_rank), None, []
+        return text_candidate_reason(text_rank, query_restart), None, []
     if trail:
         return trail_reason(trail, titles), trail[0].source, trail
     return RESTART_ONLY_REASON, None, []

@@ -1,4 +1,4 @@
-"""Non-Streamlit helpers of the app (pages/_display, _graph_view, _budget), the run store and re-ranking."""
+"""Non-Streamlit helpers of the app (pages/_display, _graph_view), the run store and re-ranking."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
     sys.path.append(str(ROOT))
 
+from crase_core.pipeline import estimate_budget as probe_budget  # noqa: E402
 from pages import _display as D  # noqa: E402
 from pages import _graph_view as G  # noqa: E402
-from pages._budget import probe_budget  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"

@@ -95,7 +95,8 @@ def rank_order(scores: Mapping[str, float], seeds: Sequence[Seed], rank_ids: Seq
 
 
 def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], pruning: Pruning,
-                   expansion: Expansion, query_hits: Sequence[SearchHit]) -> list[RankedPaper]:
+                   expansion: Expansion, query_hits: Sequence[SearchHit],
+                   query_restart: bool = True) -> list[RankedPaper]:
     """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed and its reason."""
     trails = best_trails([s.paper_id for s in seeds if s.paper_id in pruning.alive], pruning.edges)
     titles = {n: expansion.papers[n].title for n in expansion.graph.nodes}
@@ -105,7 +106,7 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
     results: list[RankedPaper] = []
     for rank, (n, score) in enumerate(ranked[:k], 1):
         reason, origin, trail = explain(n, trails.get(n), seed_by_id.get(n),
-                                        text_rank[n] if n in text_ids else None, titles)
+                                        text_rank[n] if n in text_ids else None, titles, query_restart)
         results.append(RankedPaper(n, rank, score, origin, trail, reason))
     return results
 
@@ -130,6 +131,7 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
         if node.kept:
             node.score = ranking.scores.get(node.paper.id, 0.0)
             node.rank = rank_of.get(node.paper.id)
-    results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits)
+    results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits,
+                             query_restart=settings.personalization == "query")
     emit(progress, "ranking", 1, 1, f"{len(results)} papers")
     return Ranked(ranking, results, warnings)
