@@ -110,7 +110,7 @@ def hub_degree(engine: Engine, ids: list[str]) -> float | None:
     if count is not None:
         return float(mean(count(i) for i in ids))
     papers = engine.source.get(ids)
-    vals = [papers[i].citation_count for i in ids if i in papers and papers[i].citation_count is not None]
+    vals = [c for i in ids if i in papers and (c := papers[i].citation_count) is not None]
     return float(mean(vals)) if vals else None
 
 

@@ -194,21 +194,22 @@ class Endpoint:
                      is_transient_failure: Callable[[R], bool]) -> list[R]:
         s = self.settings
         sem = asyncio.Semaphore(s.concurrency)
-        state = {"streak": 0, "last": ""}
+        streak = 0  # transient failures in a row
         client = self.client()
 
         async def one(item: T) -> R:
+            nonlocal streak
             async with sem:
                 result = await work(client, item)
                 if is_transient_failure(result):
-                    state["streak"] += 1
-                    state["last"] = str(getattr(result, "error", "") or "")
-                    if state["streak"] >= s.fail_fast_after:
+                    streak += 1
+                    if streak >= s.fail_fast_after:
+                        last = str(getattr(result, "error", "") or "")
                         raise ModelError(self._msg(
-                            f"{state['streak']} model calls in a row to {self.where} failed, so the run stops "
-                            f"instead of recording the same failure for every item. Last: {state['last']}"))
+                            f"{streak} model calls in a row to {self.where} failed, so the run stops "
+                            f"instead of recording the same failure for every item. Last: {last}"))
                 else:
-                    state["streak"] = 0
+                    streak = 0
                 return result
 
         tasks = [asyncio.ensure_future(one(it)) for it in items]

@@ -113,7 +113,7 @@ class LLMPlanner(_ModelComponent):
         return result
 
     async def _plan_one(self, client: openai.AsyncOpenAI, query: str, max_subqueries: int) -> PlanResult:
-        usage, notes = Usage(), []
+        usage, notes = Usage(), list[str]()
         messages = self.template.render(query=query, max_subqueries=max_subqueries)
         try:
             subqueries = await self._ask(
@@ -137,7 +137,7 @@ class LLMClaimExtractor(_ModelComponent):
         return self.endpoint.run_batch(list(papers), self._extract_one, _transient)
 
     async def _extract_one(self, client: openai.AsyncOpenAI, paper: Paper) -> ClaimSet:
-        usage, notes = Usage(), []
+        usage, notes = Usage(), list[str]()
         if not paper.has_abstract:
             claim = Claim("c1", "CONTEXTUAL", " ".join(paper.title.split()), paper.title, True)
             return ClaimSet(paper.id, [claim], self.identity, title_only=True,
@@ -179,7 +179,7 @@ class LLMEntailmentScorer(_ModelComponent):
 
     async def _score_one(self, client: openai.AsyncOpenAI, pair: ClaimPair) -> EdgeMatrix:
         citing, cited = pair
-        usage, notes = Usage(), []
+        usage, notes = Usage(), list[str]()
         if not citing or not cited:
             return EdgeMatrix([], self.identity, error="a paper of this edge has no claims", usage=usage)
         n_u, n_v = len(citing), len(cited)
