@@ -1,8 +1,8 @@
 """One end-to-end run of the paper's configuration on a hand-built corpus, checked against a hand-built answer.
 
 The paper's configuration: restart uniform over the kept seeds, α = 0.15, no text candidates (θ = 0.75,
-τ = 0, β = 0.5, 1.5 hops: the defaults). ``PAPER`` below is the one place to switch to the ``--preset paper``
-settings once they exist.
+τ = 0, β = 0.5, 1.5 hops: the defaults), i.e. ``--preset paper``; the run below uses the preset itself, and
+``crase query --preset paper`` is checked to resolve to the same settings.
 
 Corpus (tests/tiny_corpus.py PRESET_*): seeds S1 = 0101001 (2001) and S2 = 0102001 (2001), found by the
 fixed sub-queries "quasinormal" and "bootstrap"; A = 9901001 (1999), B = 9801001 (1998), C = 0201001 (2002),
@@ -23,7 +23,7 @@ from crase_core.pipeline import Engine, run_query
 from crase_core.settings import PipelineSettings
 from crase_core.sources.local import LocalSource
 
-PAPER = PipelineSettings(personalization="uniform", alpha=0.15, text_candidates=0)
+PAPER = PipelineSettings.from_preset("paper")
 NOW = dt.datetime(2003, 6, 1, tzinfo=dt.UTC)
 S1, S2, A, B, C, X, D = "0101001", "0102001", "9901001", "9801001", "0201001", "9601001", "9701001"
 
@@ -112,3 +112,15 @@ def test_ranked_list_and_why_each_paper_is_there(trace):
     assert why[C] == "cites seed “Conformal bootstrap bounds on black hole spectra” (Δ 1.00)"
     assert [r.seed for r in trace.results] == [S1, S1, S2, S1, S2]
     assert [r.rank for r in trace.results] == [1, 2, 3, 4, 5]
+
+
+def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves():
+    from crase_core.cli import build_parser
+    from crase_core.config import settings_from_args
+
+    assert (PAPER.personalization, PAPER.alpha, PAPER.text_candidates, PAPER.ranker) == ("uniform", 0.15, 0, "ppr")
+    assert (PAPER.theta, PAPER.tau, PAPER.beta, PAPER.hops, PAPER.m) == (0.75, 0.0, 0.5, 1.5, 10)
+    args = build_parser().parse_args(["query", "x", "--preset", "paper"])
+    assert settings_from_args(args).pipeline == PAPER
+    args = build_parser().parse_args(["query", "x", "--preset", "paper", "--alpha", "0.2"])
+    assert settings_from_args(args).pipeline == PAPER.replace(alpha=0.2)  # an explicit flag wins over the preset
