@@ -142,7 +142,7 @@ def read(path: Path, fingerprint: str, name: str) -> Corpus | None:
             if not (isinstance(header, dict) and header.get("format") == FORMAT
                     and header.get("version") == VERSION and header.get("fingerprint") == fingerprint):
                 return None
-            blob = memoryview(np.ascontiguousarray(z["text"]))
+            blob = np.ascontiguousarray(z["text"]).data
             arrays = {k: z[k] for k in _ARRAYS}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         log.warning("cached corpus %s unreadable (%s); rebuilding it", path, type(e).__name__)

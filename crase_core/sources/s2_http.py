@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 import diskcache
@@ -268,7 +268,7 @@ _PAPER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 _NEIGHBOR_PATH = re.compile(r"/paper/[^/]+/(references|citations)")
 
 
-def valid_paper_id(value: object) -> bool:
+def valid_paper_id(value: object) -> TypeGuard[str]:
     """True for a string that may be used as a paper id (see ``_PAPER_ID``); ids from responses must pass."""
     return isinstance(value, str) and _PAPER_ID.fullmatch(value) is not None
 
