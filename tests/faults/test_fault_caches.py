@@ -6,6 +6,7 @@ import os
 import pickle
 import random
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -113,6 +114,14 @@ def test_cache_dir_that_is_a_file_runs_without_caching(tmp_path):
 
 def test_read_only_cache_folder_runs_without_caching():
     tmp = shared_tmp("ro")
+    try:
+        _read_only_cache_folder(tmp)
+    finally:
+        (tmp / "cache").chmod(0o755)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_only_cache_folder(tmp: Path) -> None:
     corpus = write_corpus(tmp / "tiny")
     cache = tmp / "cache"
     cache.mkdir()

@@ -130,3 +130,23 @@ def test_random_bytes_audit_store_is_set_aside_not_lost(tmp_path):
     assert again.set_aside is None and [v.auditor for v in again.verdicts()] == ["Alice"]
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 1
+
+
+def test_secret_filter_masks_in_process_log_records(caplog):
+    """The filter the CLI installs, used in-process (as the app can): arguments and tracebacks are masked too."""
+    import logging
+
+    from crase_core.redaction import SecretFilter
+
+    log = logging.getLogger("crase.test.secrets")
+    caplog.set_level(logging.INFO)
+    caplog.handler.addFilter(SecretFilter())
+    log.info("calling %s with %s", "https://bob:hunter2@api.example.org/v1?api_key=K123", "Bearer abcdefgh12345")
+    try:
+        raise RuntimeError("failed for http://bob:hunter2@api.example.org")
+    except RuntimeError:
+        log.exception("request failed")
+    text = caplog.text
+    assert "hunter2" not in text and "K123" not in text and "abcdefgh12345" not in text
+    assert "calling https://***@api.example.org/v1?api_key=*** with Bearer ***" in text
+    assert "RuntimeError: failed for http://***@api.example.org" in text
