@@ -110,8 +110,8 @@ def _groups(flat: list[str], counts: list[int]) -> list[tuple[str, ...]]:
     return [tuple(islice(it, c)) for c in counts]
 
 
-def _papers(text: str, arrays: dict[str, np.ndarray], n: int) -> list[Paper]:
-    """Rebuild the papers column by column; ValueError when the columns do not fit together."""
+def _papers(text: str, arrays: dict[str, np.ndarray], n: int) -> tuple[list[Paper], list[str]]:
+    """The papers and their ids, rebuilt column by column; ValueError when the columns do not fit together."""
     n_authors, n_external = arrays["n_authors"], arrays["n_external"]
     columns = [arrays[k] for k in ("year", "month", "citation_count")]
     if any(a.shape != (n,) for a in (n_authors, n_external, *columns)):
@@ -124,12 +124,17 @@ def _papers(text: str, arrays: dict[str, np.ndarray], n: int) -> list[Paper]:
         raise ValueError("string count")
     ids, titles, abstracts, venues, urls = (strings[k * n : (k + 1) * n] for k in range(5))
     authors = _groups(strings[5 * n : 5 * n + na], n_authors.tolist())
-    names = _groups(strings[5 * n + na : 5 * n + na + ne], n_external.tolist())
-    values = _groups(strings[5 * n + na + ne :], n_external.tolist())
-    external = [tuple(zip(k, v, strict=True)) for k, v in zip(names, values, strict=True)] if ne else names
+    flat_names, flat_values = strings[5 * n + na : 5 * n + na + ne], strings[5 * n + na + ne :]
+    external: list[tuple[tuple[str, str], ...]]
+    if ne == n and (n_external == 1).all():  # the usual case: one external id a paper (its arXiv id)
+        external = [((k, v),) for k, v in zip(flat_names, flat_values, strict=True)]
+    else:
+        names, values = _groups(flat_names, n_external.tolist()), _groups(flat_values, n_external.tolist())
+        external = [tuple(zip(k, v, strict=True)) for k, v in zip(names, values, strict=True)]
     years, months, counts = ([None if v == _NONE else v for v in a.tolist()] if (a == _NONE).any() else a.tolist()
                              for a in columns)
-    return list(map(Paper, ids, titles, abstracts, years, months, authors, venues, urls, external, counts))
+    papers = list(map(Paper, ids, titles, abstracts, years, months, authors, venues, urls, external, counts))
+    return papers, ids
 
 
 def read(path: Path, fingerprint: str, name: str) -> Corpus | None:
@@ -155,7 +160,7 @@ def read(path: Path, fingerprint: str, name: str) -> Corpus | None:
         n = header.get("n_papers")
         if not isinstance(n, int) or n < 0:
             raise ValueError("paper count")
-        papers = _papers(str(blob, "utf-8", "surrogatepass"), arrays, n)
+        papers, ids = _papers(str(blob, "utf-8", "surrogatepass"), arrays, n)
         refs = _csr(arrays["refs_indptr"], arrays["refs_indices"], n)
         cites = _csr(arrays["cites_indptr"], arrays["cites_indices"], n)
         months = arrays["months"]
@@ -165,6 +170,9 @@ def read(path: Path, fingerprint: str, name: str) -> Corpus | None:
     except (ValueError, TypeError, UnicodeDecodeError) as e:
         log.warning("cached corpus %s is malformed (%s); rebuilding it", path, e)
         return None
-    index = {p.id: i for i, p in enumerate(papers)}
+    index = dict(zip(ids, range(n), strict=True))
+    if len(index) != n:
+        log.warning("cached corpus %s repeats a paper id; rebuilding it", path)
+        return None
     return Corpus(name=name, papers=papers, index=index, months=months, refs=refs, cites=cites,
                   fingerprint=fingerprint, dropped_edges=dropped)
