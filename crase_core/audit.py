@@ -22,6 +22,8 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import io
+import logging
+import os
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
+
+log = logging.getLogger(__name__)
 
 VERDICTS = ("agree", "disagree")
 MAX_NOTE = 2000
@@ -168,14 +172,17 @@ CSV_COLUMNS = ("run_id", "citing", "cited", "auditor", "verdict", "pipeline_deci
 
 
 def verdicts_csv(verdicts: Iterable[Verdict]) -> str:
-    """Verdicts as CSV (header ``CSV_COLUMNS``); notes starting with ``= + - @`` are quoted with ``'``."""
+    """Verdicts as CSV (header ``CSV_COLUMNS``); every text cell guarded by :func:`crase_core.export.csv_cell`
+    (a cell starting like a spreadsheet formula gets a leading ``'``)."""
+    from .export import csv_cell as cell
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for v in verdicts:
-        note = "'" + v.note if v.note[:1] in ("=", "+", "-", "@") else v.note
-        w.writerow([v.run_id, v.citing, v.cited, v.auditor, v.verdict, "kept" if v.pipeline_kept else "pruned",
-                    "keep" if v.human_keep else "prune", note, v.created_at])
+        w.writerow([cell(v.run_id), cell(v.citing), cell(v.cited), cell(v.auditor), cell(v.verdict),
+                    "kept" if v.pipeline_kept else "pruned", "keep" if v.human_keep else "prune", cell(v.note),
+                    cell(v.created_at)])
     return buf.getvalue()
 
 
@@ -195,13 +202,49 @@ CREATE TABLE IF NOT EXISTS verdicts (
 
 
 class AuditStore:
-    """Verdicts in one SQLite file (default ``<runs dir>/audit.sqlite``); one row per run/edge/auditor."""
+    """Verdicts in one SQLite file (default ``<runs dir>/audit.sqlite``); one row per run/edge/auditor.
+
+    A file at ``path`` that is not an SQLite database (damaged, or something else) is never deleted nor
+    overwritten: it is renamed to ``<name>.unreadable-<UTC time>`` (``set_aside``), a warning is logged
+    and a fresh store is started. A folder or device at ``path`` is an :class:`InputError`.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.set_aside: Path | None = None
+        if self.path.exists() and not self.path.is_file():
+            raise InputError(f"the audit store {self.path} is not a regular file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot create the audit store folder {self.path.parent}: {e.strerror or e}") from None
+        try:
+            self._create()
+        except sqlite3.DatabaseError as e:
+            if not self.path.is_file() or isinstance(e, sqlite3.OperationalError) and "unable to open" in str(e):
+                raise InputError(f"cannot open the audit store {self.path}: {e}") from None
+            self.set_aside = self._move_aside()
+            log.warning("%s is not a readable audit database (%s); kept it as %s and started a new one",
+                        self.path, e, self.set_aside)
+            try:
+                self._create()
+            except sqlite3.DatabaseError as e2:
+                raise InputError(f"cannot open the audit store {self.path}: {e2}") from None
+
+    def _create(self) -> None:
         with self._connect() as con:
             con.execute(_SCHEMA)
+            con.execute("SELECT count(*) FROM verdicts").fetchone()
+
+    def _move_aside(self) -> Path:
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = self.path.with_name(f"{self.path.name}.unreadable-{stamp}")
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):  # a journal of the damaged file belongs with it, not with the new one
+            journal = self.path.with_name(self.path.name + suffix)
+            if journal.exists():
+                os.replace(journal, aside.with_name(aside.name + suffix))
+        return aside
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=10)

@@ -4,15 +4,19 @@ Result keys are ``kind|identity|sha256(inputs)`` where ``identity`` names the
 component that produced the value *and* its prompt/algorithm version (for a
 model backend: model name + prompt version), so a change of either misses.
 A corrupt or unreadable entry is treated as a miss and overwritten, never
-raised to the user.
+raised to the user; a damaged database is rebuilt; a cache folder that cannot
+be used means running without the cache (a warning says so). Values are
+stored as JSON (:class:`JsonDisk`): nothing read from the cache is unpickled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,11 +31,89 @@ log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
-    """``$CRASE_CACHE_DIR``, else the per-user cache dir (``~/.cache/crase``)."""
+    """``$CRASE_CACHE_DIR``, else the per-user cache dir (``~/.cache/crase``).
+
+    Created when missing. When it cannot be (a file is in the way, no permission) a warning says
+    so and the path is returned anyway: every cache under it then runs without its disk copy.
+    """
     root = environment.get(environment.CACHE_DIR) or platformdirs.user_cache_dir("crase")
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        _warn_once(f"cache folder {path} is not usable ({e.strerror or e}); running without the on-disk caches")
     return path
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
+class JsonDisk(diskcache.Disk):
+    """diskcache storage that holds JSON only: values are written as UTF-8 JSON bytes, keys as text.
+
+    Reading never unpickles: an entry stored any other way (an old pickled entry, or one
+    planted in ``cache.db``) raises ValueError, which the caches treat as a miss.
+    """
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if not isinstance(key, str):
+            raise TypeError("cache keys are strings")
+        return super().put(key)
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw or not isinstance(key, str):
+            raise ValueError("refusing a non-text cache key")
+        return key
+
+    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
+        if read:
+            raise ValueError("file values are not stored in this cache")
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return super().store(data, False, key=key)
+
+    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+        core = diskcache.core
+        if read or mode not in (core.MODE_RAW, core.MODE_BINARY):
+            raise ValueError(f"refusing a cache entry stored in mode {mode} (only JSON is read)")
+        if mode == core.MODE_RAW and not isinstance(value, bytes | memoryview):
+            raise ValueError("refusing a cache entry that is not JSON bytes")
+        if mode == core.MODE_BINARY and (not isinstance(filename, str) or os.path.isabs(filename)
+                                         or ".." in Path(filename).parts):
+            raise ValueError("refusing a cache entry file outside the cache folder")
+        data = super().fetch(mode, filename, value, read)
+        return json.loads(bytes(data).decode("utf-8"))
+
+
+def open_disk_cache(directory: Path, what: str, **settings: Any) -> diskcache.Cache | None:
+    """A :class:`diskcache.Cache` with :class:`JsonDisk` at ``directory``, or None (with a warning).
+
+    A damaged database (``cache.db`` that is not SQLite, or malformed) is deleted and recreated:
+    it only holds derived data. A folder that cannot be created or written gives None, and the
+    caller runs without this cache.
+    """
+    for attempt in (1, 2):
+        try:
+            return diskcache.Cache(str(directory), disk=JsonDisk, **settings)
+        except sqlite3.DatabaseError as e:
+            damaged = not isinstance(e, sqlite3.OperationalError) or "malformed" in str(e)
+            if damaged and attempt == 1:
+                log.warning("the %s at %s is damaged (%s); rebuilding it", what, directory, e)
+                for name in ("cache.db", "cache.db-wal", "cache.db-shm"):
+                    with contextlib.suppress(OSError):
+                        (directory / name).unlink()
+                continue
+            reason = str(e)
+        except OSError as e:
+            reason = e.strerror or str(e)
+        log.warning("the %s at %s is unavailable (%s); running without it", what, directory, reason)
+        return None
+    return None
 
 
 def stable_hash(value: Any) -> str:
@@ -54,7 +136,9 @@ class ResultCache:
     def __init__(self, directory: str | os.PathLike[str] | None = None, size_limit: int = 4 << 30,
                  memory_items: int = 200_000):
         self.directory = Path(directory) if directory else cache_root() / "results"
-        self._cache = diskcache.Cache(str(self.directory), size_limit=size_limit, eviction_policy="least-recently-stored")
+        self._cache = open_disk_cache(self.directory, "result cache", size_limit=size_limit,
+                                      eviction_policy="least-recently-stored")
+        self.available = self._cache is not None
         # an in-process LRU in front of the disk: long-lived processes (the app, evaluation) skip SQLite
         self._memory: OrderedDict[str, Any] = OrderedDict()
         self._memory_items = memory_items
@@ -81,6 +165,8 @@ class ResultCache:
         if not misses:
             return found
         keys = misses
+        if self._cache is None:
+            return found
         try:
             with self._cache.transact():
                 for key in keys:
@@ -101,6 +187,8 @@ class ResultCache:
             return
         for key, value in items.items():
             self._remember(key, value)
+        if self._cache is None:
+            return
         try:
             with self._cache.transact():
                 for key, value in items.items():
@@ -109,7 +197,9 @@ class ResultCache:
             log.warning("could not write the result cache (%s); results are not reused", type(e).__name__)
 
     def contains_many(self, keys: Iterable[str]) -> set[str]:
-        present: set[str] = set()
+        present: set[str] = {k for k in keys if k in self._memory} if self._cache is None else set()
+        if self._cache is None:
+            return present
         try:
             with self._cache.transact():
                 for key in keys:
@@ -121,10 +211,12 @@ class ResultCache:
 
     def clear(self) -> None:
         self._memory.clear()
-        self._cache.clear()
+        if self._cache is not None:
+            self._cache.clear()
 
     def close(self) -> None:
-        self._cache.close()
+        if self._cache is not None:
+            self._cache.close()
 
     def __len__(self) -> int:
-        return len(self._cache)
+        return len(self._cache) if self._cache is not None else len(self._memory)

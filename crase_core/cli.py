@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import trace as trace_io
+from .atomic import check_writable
 from .config import add_arguments, settings_from_args
 from .errors import CraseError
 from .evaluation.cli import add_eval_parser
 from .pipeline import StageEvent, run_query
+from .redaction import install_log_filter
 from .runtime import build_engine
+from .terminal import printable
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
@@ -32,31 +35,34 @@ def _progress_printer(stream) -> Callable[[StageEvent], None]:
     def show(event: StageEvent) -> None:
         if event.done == event.total and last.get(event.stage) != event.done:
             last[event.stage] = event.done
-            print(f"  {event.stage:<11} {event.message}", file=stream, flush=True)
+            print(f"  {event.stage:<11} {printable(event.message)}", file=stream, flush=True)
 
     return show
 
 
 def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str:
-    """The ranked list with reasons, then stage counts, budget, cache and timings."""
+    """The ranked list with reasons, then stage counts, budget, cache and timings.
+
+    Every string taken from the trace passes through :func:`printable` (no escape sequences reach the terminal).
+    """
     lines: list[str] = []
     papers = {n.paper.id: n.paper for n in trace.nodes}
-    lines.append(f"Query: {trace.query}")
-    lines.append("Plan:  " + " | ".join(f"ρ{i + 1} “{s}”" for i, s in enumerate(trace.plan.subqueries)))
+    lines.append(f"Query: {printable(trace.query)}")
+    lines.append("Plan:  " + " | ".join(f"ρ{i + 1} “{printable(s)}”" for i, s in enumerate(trace.plan.subqueries)))
     for w in trace.warnings:
-        lines.append(f"Note:  {w}")
+        lines.append(f"Note:  {printable(w)}")
     lines.append("")
     shown = trace.results[: k or len(trace.results)]
     if not shown:
         lines.append("No results.")
     for r in shown:
         p = papers[r.paper_id]
-        authors = ", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")
-        head = f"{r.rank:>3}. [{r.score:.4f}] {p.title} ({p.year or 'n.d.'}) — {p.id}"
+        authors = printable(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else ""))
+        head = f"{r.rank:>3}. [{r.score:.4f}] {printable(p.title)} ({p.year or 'n.d.'}) — {printable(p.id)}"
         lines.append(textwrap.shorten(head, width=width, placeholder="…"))
         if authors:
             lines.append(textwrap.shorten(f"       {authors}", width=width, placeholder="…"))
-        lines.append(textwrap.shorten(f"       why: {r.reason}", width=width, placeholder="…"))
+        lines.append(textwrap.shorten(f"       why: {printable(r.reason)}", width=width, placeholder="…"))
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters
@@ -69,9 +75,9 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         f"Cost:   {ct.model_calls:,} model calls, {ct.prompt_tokens:,} + {ct.completion_tokens:,} tokens, "
         f"cache {ct.cache_hits:,} hits / {ct.cache_misses:,} misses, {ct.search_calls} searches, "
         f"{ct.external_calls} external calls, {ct.failures} failures, {ct.repairs} repairs",
-        "Time:   " + ", ".join(f"{k} {v:.2f}s" for k, v in trace.timings.items()),
-        f"Source: {trace.source} (filter: {trace.source_filter}); backend: {trace.backend.get('backend')} "
-        f"[{trace.backend.get('extractor')}, {trace.backend.get('scorer')}]",
+        "Time:   " + ", ".join(f"{printable(k)} {v:.2f}s" for k, v in trace.timings.items()),
+        printable(f"Source: {trace.source} (filter: {trace.source_filter}); backend: {trace.backend.get('backend')} "
+                  f"[{trace.backend.get('extractor')}, {trace.backend.get('scorer')}]"),
     ]
     return "\n".join(lines)
 
@@ -80,6 +86,8 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
 
 def cmd_query(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    if args.json:
+        check_writable(args.json)  # fail now, not after the whole run
     engine = build_engine(settings.runtime)
     progress = None if args.quiet else _progress_printer(sys.stderr)
     try:
@@ -99,7 +107,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.edges:
         print("\nEdges (citing → cited: decision):")
         for e in trace.edges:
-            print(f"  {e.citing} → {e.cited}: {e.decision}")
+            print(printable(f"  {e.citing} → {e.cited}: {e.decision}"))
     return 0
 
 
@@ -129,10 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_log_filter()  # no credentials in any log line, --debug included
     try:
         return int(args.func(args) or 0)
     except CraseError as e:
-        print(f"crase: error: {e}", file=sys.stderr)
+        print(f"crase: error: {printable(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("crase: interrupted", file=sys.stderr)
@@ -140,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # last resort: one line, not a traceback
         if args.debug:
             raise
-        print(f"crase: internal error ({type(e).__name__}: {e}); rerun with --debug for details", file=sys.stderr)
+        print(f"crase: internal error ({type(e).__name__}: {printable(e)}); rerun with --debug for details", file=sys.stderr)
         return 1
 
 

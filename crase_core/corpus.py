@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,33 @@ def split_authors(value: object) -> tuple[str, ...]:
 
 def _open_text(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates (``"\\ud800"`` escapes in JSON) replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 (optionally gzip) file; :class:`CorpusError` naming the file
+    and line for a file that cannot be read, a damaged or truncated gzip stream, or bytes that are not UTF-8."""
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    yield lineno, raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise CorpusError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                                      f"{e.start + 1}); save the file as UTF-8") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise CorpusError(f"{path}:{lineno + 1}: the gzip file is damaged or truncated ({e}); "
+                          "download or compress it again") from None
+    except OSError as e:
+        raise CorpusError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def _find(directory: Path, stem: str) -> Path:
@@ -132,63 +160,63 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
     papers: list[Paper] = []
     index: dict[str, int] = {}
     months: list[int] = []
-    with _open_text(papers_path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                pid = str(row["id"]).strip()
-                title = str(row.get("title") or "").strip()
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise CorpusError(f"{papers_path}:{lineno}: not a paper record ({e})") from None
-            if not pid or pid in index:
-                continue  # duplicate or empty ids: first record wins
-            year = row.get("year")
-            year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
-            month = month_from_id(pid) or _parse_month(row.get("month"))
-            if month is None:
-                month = year * 100 + 12 if year else 999912
-            if year is None and month != 999912:
-                year = month // 100
-            ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
-            url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
-            index[pid] = len(papers)
-            papers.append(
-                Paper(
-                    id=pid,
-                    title=title or f"(untitled {pid})",
-                    abstract=str(row.get("abstract") or "").strip(),
-                    year=year,
-                    month=month,
-                    authors=split_authors(row.get("authors")),
-                    venue=str(row.get("venue") or ""),
-                    url=url,
-                    external_ids=ext,
-                )
+    for lineno, line in _lines(papers_path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            pid = _clean(str(row["id"]).strip())
+            title = _clean(str(row.get("title") or "").strip())
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            raise CorpusError(f"{papers_path}:{lineno}: not a paper record ({e})") from None
+        if not isinstance(row, dict):
+            raise CorpusError(f"{papers_path}:{lineno}: not a paper record (expected a JSON object)")
+        if not pid or pid in index:
+            continue  # duplicate or empty ids: first record wins
+        year = row.get("year")
+        year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
+        month = month_from_id(pid) or _parse_month(row.get("month"))
+        if month is None:
+            month = year * 100 + 12 if year else 999912
+        if year is None and month != 999912:
+            year = month // 100
+        ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
+        url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
+        index[pid] = len(papers)
+        papers.append(
+            Paper(
+                id=pid,
+                title=title or f"(untitled {pid})",
+                abstract=_clean(str(row.get("abstract") or "").strip()),
+                year=year,
+                month=month,
+                authors=tuple(_clean(a) for a in split_authors(row.get("authors"))),
+                venue=_clean(str(row.get("venue") or "")),
+                url=_clean(url),
+                external_ids=tuple((k, _clean(v)) for k, v in ext),
             )
-            months.append(month)
+        )
+        months.append(month)
     if not papers:
         raise CorpusError(f"{papers_path} holds no papers")
 
     rows: list[int] = []
     cols: list[int] = []
     dropped = {"self_loops": 0, "unknown_ids": 0, "duplicates": 0, "malformed": 0}
-    with _open_text(cites_path) as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 2:
-                if line.strip():
-                    dropped["malformed"] += 1
-                continue
-            u, v = index.get(parts[0].strip()), index.get(parts[1].strip())
-            if u is None or v is None:
-                dropped["unknown_ids"] += 1
-            elif u == v:
-                dropped["self_loops"] += 1
-            else:
-                rows.append(u)
-                cols.append(v)
+    for _, line in _lines(cites_path):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 2:
+            if line.strip():
+                dropped["malformed"] += 1
+            continue
+        u, v = index.get(parts[0].strip()), index.get(parts[1].strip())
+        if u is None or v is None:
+            dropped["unknown_ids"] += 1
+        elif u == v:
+            dropped["self_loops"] += 1
+        else:
+            rows.append(u)
+            cols.append(v)
     n = len(papers)
     data = np.ones(len(rows), dtype=np.float32)
     refs = sp.csr_matrix((data, (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))), shape=(n, n))

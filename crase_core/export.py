@@ -117,17 +117,26 @@ def to_ris(trace: RunTrace, k: int | None = None) -> str:
 
 
 CSV_COLUMNS = ("rank", "score", "id", "title", "year", "authors", "venue", "url", "seed", "reason")
+#: first characters a spreadsheet reads as the start of a formula (or a cell separator that precedes one).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\ufe62", "\uff0b", "\ufe63", "\uff0d", "\uff20")
+
+
+def csv_cell(value: object) -> str:
+    """A text cell safe to open in a spreadsheet: a leading ``'`` when it starts like a formula.
+
+    Applies to every text column of every CSV export (ranked list, audit verdicts).
+    Leading whitespace is looked through (``" =1+2"`` is guarded too).
+    """
+    s = "" if value is None else str(value)
+    return "'" + s if s.lstrip(" ")[:1] in FORMULA_PREFIXES else s
 
 
 def to_csv(trace: RunTrace, k: int | None = None) -> str:
     """The ranked list as CSV with header ``CSV_COLUMNS``; authors joined by ``"; "``.
 
-    Cells starting with ``= + - @`` get a leading ``'`` so spreadsheets do not run them as formulas.
+    Text cells go through :func:`csv_cell` so spreadsheets do not run them as formulas.
     """
-
-    def cell(value: object) -> str:
-        s = "" if value is None else str(value)
-        return "'" + s if s[:1] in ("=", "+", "-", "@") else s
+    cell = csv_cell
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -138,24 +147,36 @@ def to_csv(trace: RunTrace, k: int | None = None) -> str:
     return buf.getvalue()
 
 
+# characters XML 1.0 forbids (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/U+FFFF)
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: object) -> str:
+    """``str(value)`` without the characters XML 1.0 cannot hold (so the document always parses)."""
+    return _NOT_XML.sub("", str(value))
+
+
 def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
     """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
-    edges with Δ, age factor, weight, kept and the decision. ``include_pruned=False`` keeps the pruned graph only."""
+    edges with Δ, age factor, weight, kept and the decision. ``include_pruned=False`` keeps the pruned graph only.
+    Every text goes through :func:`xml_text`, so the output is well-formed XML whatever the titles hold."""
     import networkx as nx
 
-    g = nx.DiGraph(query=trace.query, run_id=trace.run_id, ranker=trace.ranking.ranker)
+    x = xml_text
+    g = nx.DiGraph(query=x(trace.query), run_id=x(trace.run_id), ranker=x(trace.ranking.ranker))
     for n in trace.nodes:
         if not include_pruned and not n.kept:
             continue
         p = n.paper
-        g.add_node(p.id, title=p.title, year=p.year or 0, authors="; ".join(p.authors), venue=p.venue, url=p.url,
-                   role=n.role, kept=n.kept, score=float(n.score), rank=n.rank or 0, prune_reason=n.prune_reason)
+        g.add_node(x(p.id), title=x(p.title), year=p.year or 0, authors=x("; ".join(p.authors)), venue=x(p.venue),
+                   url=x(p.url), role=x(n.role), kept=n.kept, score=float(n.score), rank=n.rank or 0,
+                   prune_reason=x(n.prune_reason))
     for e in trace.edges:
         if not include_pruned and not e.kept:
             continue
-        if e.citing in g and e.cited in g:
-            g.add_edge(e.citing, e.cited, delta=float(e.delta), age_factor=float(e.age_factor),
-                       weight=float(e.weight), kept=e.kept, decision=e.decision)
+        if x(e.citing) in g and x(e.cited) in g:
+            g.add_edge(x(e.citing), x(e.cited), delta=float(e.delta), age_factor=float(e.age_factor),
+                       weight=float(e.weight), kept=e.kept, decision=x(e.decision))
     return "\n".join(nx.generate_graphml(g, encoding="utf-8", prettyprint=True)) + "\n"
 
 

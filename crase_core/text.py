@@ -8,11 +8,14 @@ abstract are compared on the same terms.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|\d+(?:\.\d+)?")
+# ASCII words and numbers exactly as before (so English text tokenises byte-identically), then any other
+# run of Unicode letters/digits (Cyrillic, Greek, CJK, accented words: "Schrödinger" → "schr", "ödinger").
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|\d+(?:\.\d+)?|[^\W\d_][^\W_]*")
 _TEX_COMMAND = re.compile(r"\\(?:[a-zA-Z]+|.)")
 
 # English function words plus the question framing of literature-search queries.
@@ -29,7 +32,13 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-case word tokens, TeX commands reduced to their names (``\\sigma`` → ``sigma``)."""
+    """Lower-case word tokens, TeX commands reduced to their names (``\\sigma`` → ``sigma``).
+
+    Words of any script count (NFC-normalised first); on ASCII text the tokens are those of
+    ``[A-Za-z][A-Za-z0-9]*|\\d+(\\.\\d+)?``.
+    """
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
     text = _TEX_COMMAND.sub(lambda m: " " + m.group(0)[1:] + " ", text)
     return [w.lower() for w in _WORD.findall(text)]
 

@@ -8,6 +8,7 @@ Title terms count twice (the title is repeated), the usual field boost.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -16,13 +17,24 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from .atomic import publish_dir, temp_dir_beside
 from .cache import cache_root
 from .corpus import Corpus
 from .text import content_terms
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "bm25-lucene-v1"
+INDEX_VERSION = "bm25-lucene-v2"  # v2: Unicode word tokens (ASCII text tokenises as in v1)
+
+
+def _remove_damaged(path: Path) -> None:
+    """Move a damaged index folder out of the way (renamed first, so a concurrent reader never sees it half-deleted)."""
+    aside = path.with_name(f".{path.name}.damaged-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def document_terms(title: str, abstract: str) -> list[str]:
@@ -38,7 +50,12 @@ class TextIndex:
 
     @classmethod
     def for_corpus(cls, corpus: Corpus, directory: Path | None = None) -> TextIndex:
-        """Load the corpus's index from disk, building and saving it first if needed."""
+        """Load the corpus's index from disk, building and saving it first if needed.
+
+        The new index is saved in a uniquely named temp folder and renamed into place, so
+        concurrent first runs never share a temp folder (the first rename wins; the others load
+        the winner's). A cache folder that cannot be written leaves the index in memory only.
+        """
         base = directory or cache_root() / "index"
         path = base / f"{corpus.name}-{corpus.fingerprint}-{INDEX_VERSION}"
         if path.is_dir():
@@ -47,13 +64,19 @@ class TextIndex:
                 return cls(retriever, retriever.vocab_dict, 0.0, path)
             except Exception as e:  # a damaged index is rebuilt, not fatal
                 log.warning("index at %s unreadable (%s); rebuilding", path, type(e).__name__)
-                shutil.rmtree(path, ignore_errors=True)
+                _remove_damaged(path)
         index = cls.build(corpus)
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        index.retriever.save(str(tmp))
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)
+        try:
+            tmp = temp_dir_beside(path)
+            try:
+                index.retriever.save(str(tmp))
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            publish_dir(tmp, path)
+        except OSError as e:
+            log.warning("could not save the BM25 index under %s (%s); using it from memory", base, e)
+            return index
         index.path = path
         return index
 

@@ -8,12 +8,15 @@ trace holds no secrets: backends describe themselves without keys.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import atomic
 from .errors import TraceError
 from .records import (
     Budget,
@@ -32,6 +35,8 @@ from .records import (
 from .settings import PipelineSettings
 
 TRACE_VERSION = 1
+#: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
+MAX_TRACE_BYTES = 512 << 20
 
 
 @dataclass
@@ -109,6 +114,8 @@ def loads(text: str | bytes) -> RunTrace:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TraceError(f"not a JSON trace ({e})") from None
+    except RecursionError:
+        raise TraceError("not a Crase trace (JSON nested too deeply)") from None
     return from_dict(data)
 
 
@@ -119,26 +126,47 @@ def from_dict(data: object) -> RunTrace:
     if version != TRACE_VERSION:
         raise TraceError(f"trace version {version!r} is not supported (this Crase reads version {TRACE_VERSION})")
     try:
-        return _adapter().validate_python(data)
+        trace = _adapter().validate_python(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise TraceError(f"not a valid Crase trace: {where}: {first.get('msg')}") from None
+    except RecursionError:
+        raise TraceError("not a Crase trace (nested too deeply)") from None
+    node_ids = {n.paper.id for n in trace.nodes}
+    for i, r in enumerate(trace.results):
+        if r.paper_id not in node_ids:
+            raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
+    return trace
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(dumps(trace), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write the trace to ``path`` atomically (:func:`crase_core.atomic.write_text`).
+
+    A symlink, folder or device at ``path`` is refused (:class:`~crase_core.errors.InputError`), never
+    written through or replaced.
+    """
+    return atomic.write_text(path, dumps(trace))
 
 
-def load(path: str | Path) -> RunTrace:
+def load(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RunTrace:
+    """Read a trace file; :class:`TraceError` for anything but a regular file of at most ``max_bytes``."""
     path = Path(path)
     try:
-        text = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise TraceError(f"cannot read trace {path}: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceError(f"cannot read trace {path}: not a regular file")
+        if st.st_size > max_bytes:
+            raise TraceError(f"cannot read trace {path}: {st.st_size:,} bytes is more than the "
+                             f"{max_bytes:,} a trace may have")
+        try:
+            text = f.read(max_bytes + 1)
+        except OSError as e:
+            raise TraceError(f"cannot read trace {path}: {e.strerror or e}") from None
+    if len(text) > max_bytes:
+        raise TraceError(f"cannot read trace {path}: more than the {max_bytes:,} bytes a trace may have")
     return loads(text)

@@ -25,11 +25,12 @@ import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .. import environment
 from ..errors import InputError
 from ..knobs import check, knob, spec
+from ..redaction import redact, redact_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_KEY_ENVS = environment.LLM_KEYS
@@ -207,26 +208,3 @@ def resolve_api_key(api_key_env: str | None, settings_file: str | None) -> str |
     return None
 
 
-def redact_url(url: str) -> str:
-    """``url`` without ``user:password@`` and without a query string (keys sometimes ride there)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def redact(text: str, api_key: str | None, base_url: str | None = None) -> str:
-    """``text`` with the API key, bearer tokens and URL credentials replaced by ``***``."""
-    if api_key and len(api_key) >= 4:
-        text = text.replace(api_key, "***")
-    if base_url:
-        clean = redact_url(base_url)
-        if clean != base_url:
-            text = text.replace(base_url, clean)
-    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
-    text = re.sub(r"\bsk-[A-Za-z0-9_-]{8,}", "sk-***", text)
-    return text

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .. import environment
+from .. import corpus_cache, environment
 from ..cache import cache_root
 from ..corpus import Corpus, load_corpus
+from ..errors import CraseError
 from ..records import Paper
 from ..textindex import TextIndex
 from .base import NeighborList, ScoredPaper, SourceFilter
 
 log = logging.getLogger(__name__)
 
-CORPUS_PICKLE_VERSION = 1
-
-
 def open_corpus(directory: str | os.PathLike[str] | None = None) -> Corpus:
-    """:func:`load_corpus`, memoised on disk by corpus fingerprint (a pickle load is ~5× faster)."""
+    """:func:`load_corpus`, memoised on disk by corpus fingerprint (:mod:`crase_core.corpus_cache`).
+
+    The cached copy is plain arrays + JSON (nothing in it can run code), checked against its
+    checksum and the corpus fingerprint; a bad copy is rebuilt. When the cache folder cannot be
+    written the corpus is used uncached and a warning says so.
+    """
     from ..corpus import DEFAULT_CORPUS_DIR, _find, _fingerprint
 
     folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
@@ -31,21 +33,16 @@ def open_corpus(directory: str | os.PathLike[str] | None = None) -> Corpus:
         fp = _fingerprint([_find(folder, "papers.jsonl"), _find(folder, "citations.tsv")])
     except Exception:
         return load_corpus(folder)  # raises the clear CorpusError
-    path = cache_root() / "corpus" / f"{folder.name}-{fp}-v{CORPUS_PICKLE_VERSION}.pkl"
+    path = cache_root() / "corpus" / f"{folder.name}-{fp}-v{corpus_cache.VERSION}.npz"
     if path.is_file():
-        try:
-            with open(path, "rb") as f:
-                corpus = pickle.load(f)
-            if isinstance(corpus, Corpus) and corpus.fingerprint == fp:
-                return corpus
-        except Exception as e:
-            log.warning("cached corpus %s unreadable (%s); reloading", path, type(e).__name__)
+        corpus = corpus_cache.read(path, fp, folder.name)
+        if corpus is not None:
+            return corpus
     corpus = load_corpus(folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(corpus, f, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp.replace(path)
+    try:
+        corpus_cache.write(corpus, path)
+    except (CraseError, OSError) as e:
+        log.warning("could not cache the parsed corpus (%s); running without that cache", e)
     return corpus
 
 

@@ -2,9 +2,13 @@
 
 Contract of :meth:`S2Client.request`:
 
-* every response body is parsed JSON, cached on disk (``diskcache``) under a
-  key made of method, base URL, path, query parameters and body — never the
-  API key — with an expiry of ``cache_ttl_days``; a cache hit sends nothing;
+* every response body is parsed JSON, checked against the endpoint's documented
+  shape (:func:`check_response`), and only when it validates cached on disk
+  (``diskcache``, stored as JSON) under a key made of method, base URL, path,
+  query parameters and body — never the API key — with an expiry of
+  ``cache_ttl_days``; a cache hit that validates sends nothing;
+* paper ids go into paths only percent-encoded (:func:`path_segment`), and ids
+  read from answers must pass :func:`valid_paper_id`;
 * requests are spaced by a client-side rate limiter (``rate`` per second);
 * 429 and 5xx answers, timeouts and connection failures are retried up to
   ``max_retries`` times with exponential backoff and jitter; a ``Retry-After``
@@ -23,18 +27,20 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
+from urllib.parse import quote
 
 import diskcache
 import httpx
 
 from .. import environment
-from ..cache import cache_root, stable_hash
+from ..cache import cache_root, open_disk_cache, stable_hash
 from ..errors import InputError, SourceError
 from ..knobs import check, knob, spec
 
@@ -212,13 +218,14 @@ class S2Stats:
 
 
 class ResponseCache:
-    """Parsed JSON responses on disk, with expiry; any cache failure is a miss, never an error."""
+    """Parsed JSON responses on disk (JSON only, never pickled), with expiry; any cache failure is a miss."""
 
     def __init__(self, directory: Path, ttl_seconds: float):
         self.directory = directory
         self.ttl = ttl_seconds
         try:
-            self._cache: diskcache.Cache | None = diskcache.Cache(str(directory), size_limit=2 << 30)
+            self._cache: diskcache.Cache | None = open_disk_cache(directory, "Semantic Scholar response cache",
+                                                                  size_limit=2 << 30)
         except Exception as e:
             log.warning("Semantic Scholar response cache at %s unavailable (%s); responses are not reused",
                         directory, type(e).__name__)
@@ -248,6 +255,66 @@ class ResponseCache:
 
 _NOT_FOUND = {"__s2_status__": 404}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+#: what a paper id taken from a response may look like: S2 ids are 40 hex digits; external forms like
+#: ``arXiv:0704.0001`` or ``CorpusId:123`` pass too. No ``/ ? # %``, whitespace or leading dot.
+_PAPER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+_NEIGHBOR_PATH = re.compile(r"/paper/[^/]+/(references|citations)")
+
+
+def valid_paper_id(value: object) -> TypeGuard[str]:
+    """True for a string that may be used as a paper id (see ``_PAPER_ID``); ids from responses must pass."""
+    return isinstance(value, str) and _PAPER_ID.fullmatch(value) is not None
+
+
+def path_segment(value: str) -> str:
+    """``value`` percent-encoded as one URL path segment (``/ ? # %`` and all else escaped; ``.``/``..`` refused)."""
+    if value in ("", ".", ".."):
+        raise InputError(f"{value!r} is not a paper id")
+    return quote(value, safe="")
+
+
+def _paper_problem(obj: object, nullable: bool) -> bool:
+    """True when ``obj`` is not a usable paper object (None allowed when ``nullable``)."""
+    if obj is None:
+        return not nullable
+    if not isinstance(obj, dict):
+        return True
+    pid = obj.get("paperId")
+    return pid is not None and not valid_paper_id(pid)
+
+
+def check_response(method: str, path: str, body: Any, value: Any) -> tuple[str | None, bool]:
+    """``(shape problem, degraded)`` of a parsed 200 answer, by endpoint.
+
+    A shape problem (not the documented container) fails the request; a degraded answer (the
+    right container with items that are not paper objects or carry unusable ids) is used but not
+    cached, so a rerun after the service recovers fetches it again. Unknown endpoints pass.
+    """
+    if path == "/paper/search" or _NEIGHBOR_PATH.fullmatch(path):
+        if not isinstance(value, dict) or not isinstance(value.get("data", []), list):
+            return "expected an object with a 'data' list", False
+        items = value.get("data") or []
+        if path == "/paper/search":
+            return None, any(_paper_problem(item, nullable=False) or not isinstance(item.get("paperId"), str)
+                             for item in items)
+        nested = "citedPaper" if path.endswith("/references") else "citingPaper"
+        return None, any(not isinstance(item, dict) or _paper_problem(item.get(nested), nullable=True)
+                         for item in items)
+    if path == "/paper/batch" and method == "POST":
+        ids = body.get("ids") if isinstance(body, dict) else None
+        n = len(ids) if isinstance(ids, list) else -1
+        if not isinstance(value, list) or len(value) != n:
+            return f"expected a list of {n} entries (null for unknown ids)", False
+        degraded = False
+        for obj in value:
+            if _paper_problem(obj, nullable=True):
+                degraded = True
+            elif isinstance(obj, dict) and "references" in obj:
+                refs = obj["references"]
+                degraded |= not isinstance(refs, list) or any(_paper_problem(r, nullable=False) for r in refs)
+        return None, degraded
+    return None, False
 
 
 class S2Client:
@@ -295,16 +362,37 @@ class S2Client:
 
     # -- the one entry point --------------------------------------------------------------------
     def request(self, method: str, path: str, params: dict[str, Any] | None = None, body: Any = None) -> Any:
-        """Parsed JSON of ``method base_url+path``; None for 404 (see the module docstring)."""
+        """Parsed JSON of ``method base_url+path``; None for 404 (see the module docstring).
+
+        Only answers that pass :func:`check_response` are cached (and a cached answer that does
+        not pass is fetched again): an answer of the wrong shape raises ``malformed``, a degraded
+        one is returned uncached.
+        """
         key = self.cache_key(method, path, params, body)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
-                return None if hit == _NOT_FOUND else hit
+                if hit == _NOT_FOUND:
+                    self.stats.cache_hits += 1
+                    return None
+                problem, degraded = check_response(method, path, body, hit)
+                if problem is None and not degraded:
+                    self.stats.cache_hits += 1
+                    return hit
+                log.warning("%s: a cached answer to %s %s does not validate; fetching it again", SERVICE, method, path)
         value = self._fetch(method, path, params, body)
-        if self.cache is not None:
-            self.cache.set(key, _NOT_FOUND if value is None else value)
+        if value is None:
+            if self.cache is not None:
+                self.cache.set(key, _NOT_FOUND)
+            return None
+        problem, degraded = check_response(method, path, body, value)
+        if problem is not None:
+            raise self.malformed(f"{method} {path}", problem)
+        if degraded:
+            log.warning("%s: the answer to %s %s holds malformed items; using it without caching it",
+                        SERVICE, method, path)
+        elif self.cache is not None:
+            self.cache.set(key, value)
         return value
 
     def _fetch(self, method: str, path: str, params: dict[str, Any] | None, body: Any) -> Any:

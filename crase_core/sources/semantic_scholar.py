@@ -51,7 +51,15 @@ from typing import Any, Literal
 
 from ..records import Paper
 from .base import NeighborList, ScoredPaper, SourceFilter
-from .s2_http import S2BadRequest, S2Client, S2Settings, S2Stats, S2Unavailable
+from .s2_http import (
+    S2BadRequest,
+    S2Client,
+    S2Settings,
+    S2Stats,
+    S2Unavailable,
+    path_segment,
+    valid_paper_id,
+)
 
 __all__ = ["S2Settings", "SemanticScholarSource", "paper_from_api", "s2_source"]
 
@@ -79,7 +87,7 @@ def paper_from_api(obj: dict[str, Any]) -> Paper | None:
     if not isinstance(obj, dict):
         return None
     pid = obj.get("paperId")
-    if not pid or not isinstance(pid, str):
+    if not valid_paper_id(pid):  # absent, or not an id (e.g. "../x", "a?b#c"): never used in a path
         return None
     month = None
     date = obj.get("publicationDate")
@@ -233,7 +241,7 @@ class SemanticScholarSource:
             return got
         s = self.client.settings
         nested = "citedPaper" if relation == "references" else "citingPaper"
-        path = f"/paper/{paper_id}/{relation}"
+        path = f"/paper/{path_segment(paper_id)}/{relation}"
         what = f"GET {path}"
         ids: list[str] = []
         fetched = _Fetched(ids, complete=False)
@@ -404,7 +412,7 @@ class SemanticScholarSource:
                 refs: list[str] = []
                 for ref in (obj or {}).get("references") or []:
                     rid = ref.get("paperId") if isinstance(ref, dict) else None
-                    if rid:
+                    if valid_paper_id(rid):
                         refs.append(rid)
                     else:
                         self.stats.unknown_neighbors += 1
