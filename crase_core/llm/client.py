@@ -34,7 +34,8 @@ Failures are sorted into three kinds:
 - **item** (HTTP 400 for this input, e.g. too long for the context): recorded
   on that item.
 
-Every HTTP request counts one call in the item's :class:`~crase_core.records.Usage`.
+Every HTTP request counts one call in the item's :class:`~crase_core.records.Usage` and in
+:attr:`Endpoint.calls_made`; :attr:`Endpoint.max_calls` caps them (retries included).
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ class TransientError(Exception):
 
 class DeadlineError(TransientError):
     """The caller's deadline passed before this item could be answered."""
+
+
+class BudgetError(TransientError):
+    """The endpoint's call budget (:attr:`Endpoint.max_calls`) was spent before this item could be answered."""
 
 
 class ItemError(Exception):
@@ -203,14 +208,19 @@ class Endpoint:
 
     ``deadline``: a ``time.monotonic()`` time after which no call is made (the run's
     deadline; a batch's own ``deadline`` argument can only make it earlier).
-    ``last_stats``: what the adaptive limit did in the last batch.
+    ``max_calls``: a hard cap on HTTP requests through this endpoint (retries
+    included; ``calls_made`` counts them across batches): once spent, items fail at
+    once with :class:`BudgetError`, without a call. ``last_stats``: what the
+    adaptive limit did in the last batch.
     """
 
-    def __init__(self, settings: LLMSettings, deadline: float | None = None):
+    def __init__(self, settings: LLMSettings, deadline: float | None = None, max_calls: int | None = None):
         self.settings = settings
         self.structured = settings.structured_output
         self.structured_fallback_note: str | None = None
         self.deadline = deadline
+        self.max_calls = max_calls
+        self.calls_made = 0
         self.last_stats = LimitStats()
         self.connections_opened = 0
 
@@ -265,6 +275,10 @@ class Endpoint:
                 sent = await limit.acquire()
         except TimeoutError:
             return _Outcome(kind="deadline", sent=False)
+        if self.budget_spent():
+            await limit.release(sent)
+            return _Outcome(kind="budget", sent=False)
+        self.calls_made += 1
         usage.calls += 1
         call_end = sent + s.timeout
         run_end = session.deadline if session.deadline is not None else math.inf
@@ -285,8 +299,8 @@ class Endpoint:
         except Dropped as e:
             return _Outcome(kind="dropped", detail=str(e))
         finally:
-            if retry_after is not None:
-                retry_after = min(retry_after, s.max_retry_wait)
+            if retry_after is not None and retry_after > s.max_retry_wait:
+                retry_after = None  # not honoured: that call fails at once, the others need not wait
             await limit.release(sent, overloaded=overloaded, ok=ok, retry_after=retry_after)
 
     async def complete(
@@ -321,6 +335,10 @@ class Endpoint:
             attempts += out.sent
             if out.kind == "deadline":
                 raise DeadlineError(self._deadline_message(attempts))
+            if out.kind == "budget":
+                raise BudgetError(self._msg(f"the budget of {self.max_calls} model calls was spent before "
+                                            f"{self.where} answered" + (f" ({attempts} attempt(s))" if attempts
+                                                                        else ", so it was not asked")))
             r = out.response
             if r is None:
                 if out.kind == "connect":
@@ -373,6 +391,9 @@ class Endpoint:
             if failures > s.max_retries:
                 raise TransientError(self._msg(last.replace("{n}", str(attempts))))
             await self._sleep(session, _backoff(failures), attempts)
+
+    def budget_spent(self) -> bool:
+        return self.max_calls is not None and self.calls_made >= self.max_calls
 
     async def _sleep(self, session: Session, seconds: float, attempts: int) -> None:
         if seconds <= 0:
@@ -439,7 +460,7 @@ class Endpoint:
         ``work`` returns a result (a failure recorded in it, if any) or raises
         :class:`ModelError` (stops the batch). ``is_transient_failure`` tells the
         circuit breaker which results count as transport failures (none count
-        once the deadline has passed). ``deadline``: ``time.monotonic()`` time
+        once the deadline has passed or the call budget is spent). ``deadline``: ``time.monotonic()`` time
         after which no call is made (the earlier of it and :attr:`deadline`).
         """
         if not items:
@@ -460,7 +481,7 @@ class Endpoint:
             for i in indices:  # one shared iterator: each item is taken by exactly one worker
                 result = await work(session, items[i])
                 results[i] = result
-                if is_transient_failure(result) and not session.expired():
+                if is_transient_failure(result) and not (session.expired() or self.budget_spent()):
                     streak += 1
                     if streak >= s.fail_fast_after:
                         last = str(getattr(result, "error", "") or "")

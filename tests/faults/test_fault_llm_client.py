@@ -223,11 +223,13 @@ def test_endless_429_fails_after_the_overload_retries(llm):
 
 
 def test_retry_after_beyond_the_limit_fails_at_once(llm):
-    llm.add("503", count=-1, retry_after="3600")
-    em, elapsed = score(llm)
-    assert em.error == (f"endpoint: the endpoint {llm.base_url} is busy (HTTP 503) and asked to wait 3600 s, "
-                        "more than --max-retry-wait 60 s")
-    assert em.usage.calls == 1 and elapsed < 1.0
+    llm.add("503", count=1, retry_after="3600")
+    t = time.monotonic()
+    first, second = scorer(llm, concurrency=1).score_many([(CITING, CITED)] * 2)
+    assert first.error == (f"endpoint: the endpoint {llm.base_url} is busy (HTTP 503) and asked to wait 3600 s, "
+                           "more than --max-retry-wait 60 s")
+    assert first.usage.calls == 1 and second.error is None and second.matrix == EXPECTED  # no pause for the others
+    assert time.monotonic() - t < 1.0
     rerun_is_right(llm)
 
 
@@ -309,3 +311,17 @@ def test_retry_after_forms():
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0
+
+
+def test_call_budget_is_never_exceeded_retries_included(llm):
+    llm.add("500", count=2)  # item 1 needs two retries
+    s = scorer(llm, concurrency=1, max_retries=2)
+    s.endpoint.max_calls = 5
+    results = s.score_many([(CITING, CITED)] * 4)
+    assert [r.usage.calls for r in results] == [3, 1, 1, 0]
+    assert all(r.matrix == EXPECTED for r in results[:3])
+    assert results[3].error == (f"endpoint: the budget of 5 model calls was spent before {llm.base_url} answered, "
+                                "so it was not asked")
+    assert s.endpoint.calls_made == 5 == len(llm.chat_requests())
+    s.endpoint.max_calls = None  # the rerun asks what was not asked
+    assert s.score_many([(CITING, CITED)])[0].matrix == EXPECTED
