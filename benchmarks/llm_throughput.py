@@ -27,7 +27,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fixtures" / "llm" / "fake_openai.py"
@@ -73,7 +75,7 @@ def child(base_url: str, concurrency: int, n: int, max_retries: int) -> dict:
     pairs = [(claims(i, "citing"), claims(i, "cited")) for i in range(n)]
     latencies: list[float] = []
 
-    async def timed(session, pair):  # type: ignore[no-untyped-def]
+    async def timed(session: Any, pair: Any) -> Any:
         t = time.perf_counter()
         result = await scorer._score_one(session, pair)
         latencies.append(time.perf_counter() - t)
@@ -113,7 +115,8 @@ def compare_transports(base_url: str, n: int, concurrency: int) -> list[dict]:
     async def sdk() -> None:
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency,
                                                      max_keepalive_connections=concurrency))
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, http_client=http)
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0,
+                                    http_client=http)  # type: ignore[arg-type]  # (the SDK's httpx build)
         await _loop(lambda: client.chat.completions.create(**payload), n, concurrency)  # type: ignore[call-overload]
         await client.close()
 
@@ -151,7 +154,7 @@ def compare_transports(base_url: str, n: int, concurrency: int) -> list[dict]:
     return rows
 
 
-async def _loop(make, n: int, concurrency: int) -> None:  # type: ignore[no-untyped-def]
+async def _loop(make: Callable[[], Awaitable[object]], n: int, concurrency: int) -> None:
     todo = iter(range(n))
 
     async def worker() -> None:

@@ -117,3 +117,42 @@ def test_connection_refused_is_connect_failed():
 
     with pytest.raises(ConnectFailed, match="ConnectionRefusedError"):
         asyncio.run(go())
+
+
+def test_tls_checks_the_certificate_and_then_works(tmp_path):
+    """https: a self-signed certificate is refused by default (one clear error); trusted, the exchange works."""
+    import shutil
+    import ssl
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(str(cert), str(key))
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "llm"))
+    from fake_openai import FakeOpenAI
+
+    from crase_core.errors import ModelError
+
+    with FakeOpenAI(latency=0.0, tls=server_ctx) as fake:
+        assert fake.base_url.startswith("https://127.0.0.1:")
+        with pytest.raises(ModelError, match=r"cannot reach the model endpoint https://127\.0\.0\.1:\d+/v1 "
+                                             r"\(TLS failed \(CERTIFICATE_VERIFY_FAILED\)\)"):
+            openai_backend(LLMSettings(base_url=fake.base_url, model=None))
+
+        async def go() -> dict:
+            trusting = ssl.create_default_context(cafile=str(cert))
+            pool = ConnectionPool(fake.base_url, {}, ssl_context=trusting)
+            r = await pool.request("POST", "/chat/completions", json.dumps(
+                {"messages": [{"role": "user", "content": 'x {"subqueries": [...]} <query>tls check</query>'}]}).encode())
+            await pool.close()
+            return json.loads(r.body)
+
+        answer = asyncio.run(go())
+        assert json.loads(answer["choices"][0]["message"]["content"]) == {"subqueries": ["tls check"]}

@@ -67,7 +67,8 @@ class _Conn:
 class ConnectionPool:
     """Keep-alive connections to one base URL; ``request`` is safe to call from many tasks at once."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], *, max_idle: int = 64, keepalive_s: float = 4.0):
+    def __init__(self, base_url: str, headers: dict[str, str], *, max_idle: int = 64, keepalive_s: float = 4.0,
+                 ssl_context: ssl.SSLContext | None = None):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("base URL must be http(s)://host[:port]/path")
@@ -85,7 +86,7 @@ class ConnectionPool:
         self.max_idle = max_idle
         self.keepalive_s = keepalive_s
         self._idle: deque[_Conn] = deque()
-        self._ssl = ssl.create_default_context() if self.tls else None
+        self._ssl = (ssl_context or ssl.create_default_context()) if self.tls else None
         self.opened = 0  # connections made (tests and benchmarks check reuse)
 
     def url(self, path: str) -> str:
