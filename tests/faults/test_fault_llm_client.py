@@ -16,6 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
 from fake_openai import FakeOpenAI, http_date  # noqa: E402
+from fault_tools import query, ranked  # noqa: E402
+from tiny_corpus import write_corpus  # noqa: E402
 
 from crase_core.errors import ModelError  # noqa: E402
 from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
@@ -325,3 +327,36 @@ def test_call_budget_is_never_exceeded_retries_included(llm):
     assert s.endpoint.calls_made == 5 == len(llm.chat_requests())
     s.endpoint.max_calls = None  # the rerun asks what was not asked
     assert s.score_many([(CITING, CITED)])[0].matrix == EXPECTED
+
+
+# --- the CLI, end to end ------------------------------------------------------------------------------------
+
+
+def test_cli_trickling_endpoint_honours_timeout_then_rerun_works(llm, tmp_path):
+    """Issue 10: a 1 byte/s endpoint with ``--timeout 3`` used to hang; now the run stops at the timeout."""
+    corpus = write_corpus(tmp_path / "tiny")
+    flags = ("--backend", "openai", "--base-url", llm.base_url, "--model", "fake-model", "--timeout", "3",
+             "--max-retries", "0")
+    llm.add("trickle", count=-1, delay=1.0)
+    t = time.monotonic()
+    r = query(corpus, tmp_path / "cache", *flags, timeout=60)
+    assert time.monotonic() - t < 20
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert (f"planning failed, so the run stops: no complete answer from {llm.base_url} within 3 s (1 attempts): "
+            "raise --timeout or lower --concurrency") in r.stderr
+    assert r.stdout == ""
+    llm.clear()
+    again = query(corpus, tmp_path / "cache", *flags, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    head = ranked(again.stdout)  # the query, the fake model's plan and a ranked list
+    assert "Plan:  ρ1 “black hole entropy microstates” | ρ2 “black hole entropy”" in head
+
+
+def test_cli_html_endpoint_is_one_clear_line(llm, tmp_path):
+    corpus = write_corpus(tmp_path / "tiny")
+    llm.add("html", count=-1)
+    r = query(corpus, tmp_path / "cache", "--backend", "openai", "--base-url", llm.base_url, "--model", "fake-model",
+              "--max-retries", "0", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert (f"answered HTTP 200 with an HTML page, not an OpenAI-compatible JSON answer (1 attempts): check that "
+            "--base-url is the API's address") in r.stderr
