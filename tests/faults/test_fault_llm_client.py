@@ -358,5 +358,5 @@ def test_cli_html_endpoint_is_one_clear_line(llm, tmp_path):
     r = query(corpus, tmp_path / "cache", "--backend", "openai", "--base-url", llm.base_url, "--model", "fake-model",
               "--max-retries", "0", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "internal error" not in r.stderr
-    assert (f"answered HTTP 200 with an HTML page, not an OpenAI-compatible JSON answer (1 attempts): check that "
+    assert (f"the endpoint {llm.base_url} answered HTTP 200 with an HTML page, not an OpenAI-compatible JSON answer (1 attempts): check that "
             "--base-url is the API's address") in r.stderr
