@@ -17,6 +17,7 @@ import streamlit as st
 
 from crase_core.errors import CraseError
 from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget, run_query
+from crase_core.redaction import install_log_filter
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
@@ -27,6 +28,7 @@ from pages._shared import (
     page_header,
     run_caption,
     run_store,
+    trace_notice,
 )
 
 log = logging.getLogger("crase.app")
@@ -115,6 +117,20 @@ def run_summary(trace) -> None:
         st.warning(md_escape(w))
 
 
+def save_and_open(trace) -> None:
+    """Save a finished run and open it; an identical saved run (same request, same result) is reopened instead."""
+    saved = guarded(lambda: run_store().save(trace, reuse=True), "The run finished but could not be saved")
+    if saved is None:
+        open_trace(trace, "")
+    elif saved.existed:
+        when = saved.trace.created_at.replace("T", " ")[:19] or "earlier"
+        open_trace(saved.trace, saved.name,
+                   notice=f"Same query, settings, source and backend as the run saved at {when}, with the same "
+                   "results: that saved run is reopened (no copy was saved).")
+    else:
+        open_trace(saved.trace, saved.name)
+
+
 def search_page() -> None:
     page_header("Crase Explorer", "Auditable literature search: seeds → citation graph → claim-level entailment "
                 "pruning → recency-aware ranking. Every step can be opened and checked.")
@@ -179,13 +195,13 @@ def search_page() -> None:
                     status.update(label=f"Done in {elapsed:.1f} s — {len(trace.results)} papers", state="complete",
                                   expanded=False)
             if trace is not None:
-                name = guarded(lambda: run_store().save(trace), "The run finished but could not be saved")
-                open_trace(trace, name or "")
+                save_and_open(trace)
     trace = st.session_state.get("trace")
     if trace is None:
         return
     st.divider()
     st.subheader("Results")
+    trace_notice()
     run_caption(trace)
     run_summary(trace)
     with st.expander("Download", expanded=False):
@@ -202,6 +218,20 @@ def _discover_pages() -> list:
     return pages
 
 
+@st.cache_resource(show_spinner=False)
+def _log_filter_installed() -> bool:
+    """Once per server process: every log line goes through the secret filter (keys, URL passwords masked)."""
+    root = logging.getLogger()
+    if not root.handlers:  # records would reach Python's last-resort handler, which no filter can be put on
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    install_log_filter(root)
+    install_log_filter(logging.getLogger("streamlit"))
+    return True
+
+
+_log_filter_installed()
 st.set_page_config(page_title="Crase Explorer", page_icon=":material/hub:", layout="wide")
 _pages = _discover_pages()
 graph_page = next((p for p in _pages if p.title.lower().startswith("evidence")), _pages[0])
