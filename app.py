@@ -21,6 +21,7 @@ from crase_core.redaction import install_log_filter
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
+    current_trace,
     downloads,
     get_engine,
     guarded,
@@ -29,6 +30,7 @@ from pages._shared import (
     run_caption,
     run_store,
     trace_notice,
+    trace_problem,
 )
 
 log = logging.getLogger("crase.app")
@@ -197,7 +199,9 @@ def search_page() -> None:
             if trace is not None:
                 save_and_open(trace)
     trace = st.session_state.get("trace")
-    if trace is None:
+    if trace is None or trace_problem(trace) is not None:
+        if trace is not None:
+            current_trace()  # says why the open run cannot be shown
         return
     st.divider()
     st.subheader("Results")
@@ -223,7 +227,8 @@ def _log_filter_installed() -> bool:
     """Once per server process: every log line goes through the secret filter (keys, URL passwords masked)."""
     root = logging.getLogger()
     if not root.handlers:  # records would reach Python's last-resort handler, which no filter can be put on
-        handler = logging.StreamHandler()
+        handler = logging.StreamHandler()  # like the last-resort handler: warnings and errors, to stderr
+        handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     install_log_filter(root)

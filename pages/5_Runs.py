@@ -10,6 +10,7 @@ import streamlit as st
 from pages._display import md_escape
 from pages._shared import (
     code,
+    current_trace,
     downloads,
     guarded,
     open_trace,
@@ -17,6 +18,7 @@ from pages._shared import (
     run_caption,
     run_store,
     trace_notice,
+    trace_problem,
 )
 
 page_header("Runs", "Every run is saved as its trace. Reopening a run shows its graph, matrices and scores "
@@ -27,7 +29,9 @@ if store is None:
 st.caption(f"Runs folder: {code(store.directory)} (set CRASE_RUNS_DIR to change it)")
 
 trace = st.session_state.get("trace")
-if trace is not None:
+if trace is not None and trace_problem(trace) is not None:
+    current_trace()  # says why the open run cannot be shown
+elif trace is not None:
     with st.container(border=True):
         st.markdown("**Open run**")
         trace_notice()
