@@ -52,6 +52,8 @@ from .trace import RunTrace
 MAX_META_BYTES = 64 << 10
 #: trace fields that record how a run went, not what it found (left out of :func:`outcome_key`).
 EXECUTION_FIELDS = ("run_id", "created_at", "timings", "counters", "source_stats", "budget")
+#: fields of the plan, claim sets and edges that say how each was obtained (left out of :func:`outcome_key`).
+CALL_RECORD_FIELDS = ("cached", "usage")
 
 
 def runs_dir() -> Path:
@@ -78,14 +80,25 @@ def with_content_id(trace: RunTrace) -> RunTrace:
 def outcome_key(trace: RunTrace) -> str:
     """Hash of the request (query, settings, source, filter, backend, year) and everything the run found.
 
-    Leaves out :data:`EXECUTION_FIELDS` (when it ran, how long, model calls, cache hits, budget), so a
+    Leaves out :data:`EXECUTION_FIELDS` (when it ran, how long, model calls, cache hits, budget) and the
+    :data:`CALL_RECORD_FIELDS` of each plan, claim set and edge (cache hit or call, tokens), so a
     rerun of the same query with the same settings, source, backend and corpus that finds the same
     graph, decisions and ranking has the same key.
     """
     data = trace_io.to_dict(trace)
     for name in EXECUTION_FIELDS:
         data.pop(name, None)
-    return stable_hash(data)
+    return stable_hash(_without_call_records(data))
+
+
+def _without_call_records(value: Any) -> Any:
+    """``value`` without the per-call ``cached`` / ``usage`` records (plan, claim sets, edges): how a result
+    was obtained (from the cache or a model call, at which token cost), not what it is."""
+    if isinstance(value, dict):
+        return {k: _without_call_records(v) for k, v in value.items() if k not in CALL_RECORD_FIELDS}
+    if isinstance(value, list):
+        return [_without_call_records(v) for v in value]
+    return value
 
 
 @dataclass

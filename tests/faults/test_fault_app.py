@@ -103,10 +103,10 @@ def test_upload_with_an_existing_run_id_never_overwrites_and_caches_follow_conte
     forged = _forged(original)
     assert json.loads(forged)["run_id"] == json.loads(before)["run_id"]
     b = _upload(_app(), forged)
-    assert not b.exception and not b.error
-    assert any("saved as a new run (no saved run was changed)" in i.value for i in b.info)
     assert original.read_bytes() == before  # nothing overwritten
     assert len(_saved(app_env)) == 2
+    assert not b.exception and not b.error
+    assert any("saved as a new run (no saved run was changed)" in i.value for i in b.info)
     assert any(m.value == "#### Saved runs (2)" for m in b.markdown)
     assert b.session_state["trace"].run_id != a.session_state["trace"].run_id
 
