@@ -17,7 +17,6 @@ import streamlit as st
 
 from crase_core.errors import CraseError
 from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget, run_query
-from crase_core.redaction import install_log_filter
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
@@ -222,21 +221,6 @@ def _discover_pages() -> list:
     return pages
 
 
-@st.cache_resource(show_spinner=False)
-def _log_filter_installed() -> bool:
-    """Once per server process: every log line goes through the secret filter (keys, URL passwords masked)."""
-    root = logging.getLogger()
-    if not root.handlers:  # records would reach Python's last-resort handler, which no filter can be put on
-        handler = logging.StreamHandler()  # like the last-resort handler: warnings and errors, to stderr
-        handler.setLevel(logging.WARNING)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-    install_log_filter(root)
-    install_log_filter(logging.getLogger("streamlit"))
-    return True
-
-
-_log_filter_installed()
 st.set_page_config(page_title="Crase Explorer", page_icon=":material/hub:", layout="wide")
 _pages = _discover_pages()
 graph_page = next((p for p in _pages if p.title.lower().startswith("evidence")), _pages[0])

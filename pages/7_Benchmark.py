@@ -250,8 +250,10 @@ def render_report(report: Report) -> None:
             has_bold = has_bold or bool(table.bold)
             show_table(table, key=f"report_table_{i}")
         else:
-            # our own generated Markdown (labels escaped when written), rendered without HTML
-            st.markdown(readable_text(block.strip()), unsafe_allow_html=False)
+            # our own generated Markdown (labels escaped when written), rendered without HTML; its
+            # headings sit two levels below the page's own title
+            text_block = re.sub(r"(?m)^(#{1,4}) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", block.strip())
+            st.markdown(readable_text(text_block), unsafe_allow_html=False)
     if has_bold:
         st.caption("Highlighted: the best value in each column.")
     shown = [(p, b) for p in images if _inside(p.resolve(), report.root)

@@ -22,6 +22,7 @@ from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
 from crase_core.records import EdgeRecord
+from crase_core.redaction import install_log_filter
 from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import build_engine
@@ -38,6 +39,27 @@ from pages._display import (
 log = logging.getLogger("crase.app")
 COMPONENT_DIR = graph_component_dir()
 T = TypeVar("T")
+
+# --- logging ---------------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def install_secret_log_filter() -> bool:
+    """Once per server process: every log line goes through the secret filter (keys, URL passwords masked).
+
+    Called when this module is imported, so it holds whichever page a visitor opens first.
+    """
+    root = logging.getLogger()
+    if not root.handlers:  # records would reach Python's last-resort handler, which no filter can be put on
+        handler = logging.StreamHandler()  # like the last-resort handler: warnings and errors, to stderr
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    install_log_filter(root)
+    install_log_filter(logging.getLogger("streamlit"))
+    return True
+
+
+install_secret_log_filter()
+
 
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the paper source and model backend…")

@@ -224,7 +224,8 @@ def test_audit_store_set_aside_is_announced_with_its_path(app_env):
 def test_app_installs_the_secret_log_filter(app_env, caplog):
     from crase_core.redaction import SecretFilter
 
-    _app()
+    runs_page = AppTest.from_file(str(ROOT / "pages" / "5_Runs.py"), default_timeout=60).run()  # opened directly
+    assert not runs_page.exception
     root = logging.getLogger()
     assert root.handlers and all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
     with caplog.at_level(logging.WARNING):
