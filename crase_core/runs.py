@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -44,8 +45,9 @@ except ImportError:  # pragma: no cover - not POSIX: saves are still atomic, onl
 
 from . import atomic, environment
 from . import trace as trace_io
-from .cache import cache_root, stable_hash
+from .cache import cache_root
 from .errors import InputError, TraceError
+from .records import Budget
 from .trace import RunTrace
 
 #: the largest sidecar :meth:`RunStore.list` reads (a sidecar is a few hundred bytes).
@@ -64,11 +66,14 @@ def runs_dir() -> Path:
     return path
 
 
+def _digest(trace: RunTrace) -> str:
+    """sha256 (128 bits, hex) of the trace's JSON as :func:`crase_core.trace.dumps` writes it (field order fixed)."""
+    return hashlib.sha256(trace_io.dumps(trace).encode("utf-8")).hexdigest()[:32]
+
+
 def content_id(trace: RunTrace) -> str:
-    """sha256 (128 bits, hex) of the trace's canonical JSON with ``run_id`` left out."""
-    data = trace_io.to_dict(trace)
-    data.pop("run_id", None)
-    return stable_hash(data)
+    """Hash of everything in the trace but its ``run_id`` (two traces that differ in anything differ here)."""
+    return _digest(dataclasses.replace(trace, run_id=""))
 
 
 def with_content_id(trace: RunTrace) -> RunTrace:
@@ -77,28 +82,34 @@ def with_content_id(trace: RunTrace) -> RunTrace:
     return trace if trace.run_id == cid else dataclasses.replace(trace, run_id=cid)
 
 
+def _without_call_records(record: Any) -> Any:
+    """``record`` (plan, claim set, edge) with its :data:`CALL_RECORD_FIELDS` back at their defaults."""
+    reset = {}
+    for f in dataclasses.fields(record):
+        if f.name in CALL_RECORD_FIELDS:
+            if f.default is not dataclasses.MISSING:
+                reset[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                reset[f.name] = f.default_factory()
+    return dataclasses.replace(record, **reset) if reset else record
+
+
 def outcome_key(trace: RunTrace) -> str:
     """Hash of the request (query, settings, source, filter, backend, year) and everything the run found.
 
     Leaves out :data:`EXECUTION_FIELDS` (when it ran, how long, model calls, cache hits, budget) and the
-    :data:`CALL_RECORD_FIELDS` of each plan, claim set and edge (cache hit or call, tokens), so a
-    rerun of the same query with the same settings, source, backend and corpus that finds the same
+    :data:`CALL_RECORD_FIELDS` of the plan, each claim set and each edge (cache hit or call, tokens), so
+    a rerun of the same query with the same settings, source, backend and corpus that finds the same
     graph, decisions and ranking has the same key.
     """
-    data = trace_io.to_dict(trace)
-    for name in EXECUTION_FIELDS:
-        data.pop(name, None)
-    return stable_hash(_without_call_records(data))
-
-
-def _without_call_records(value: Any) -> Any:
-    """``value`` without the per-call ``cached`` / ``usage`` records (plan, claim sets, edges): how a result
-    was obtained (from the cache or a model call, at which token cost), not what it is."""
-    if isinstance(value, dict):
-        return {k: _without_call_records(v) for k, v in value.items() if k not in CALL_RECORD_FIELDS}
-    if isinstance(value, list):
-        return [_without_call_records(v) for v in value]
-    return value
+    blank = RunTrace(**{f.name: getattr(trace, f.name) for f in dataclasses.fields(RunTrace)
+                        if f.name not in EXECUTION_FIELDS},
+                     budget=Budget(0, 0, 0, 0, 0, 0))
+    blank = dataclasses.replace(
+        blank, plan=_without_call_records(trace.plan),
+        claims={k: _without_call_records(v) for k, v in trace.claims.items()},
+        edges=[_without_call_records(e) for e in trace.edges])
+    return _digest(blank)
 
 
 @dataclass
