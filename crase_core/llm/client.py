@@ -2,7 +2,7 @@
 
 One :class:`Endpoint` per backend. :meth:`Endpoint.run_batch` runs a batch inside
 ``asyncio.run`` (in a worker thread when the caller already runs an event loop)
-on one keep-alive :class:`~crase_core.llm.transport.ConnectionPool` with a fixed
+on one keep-alive :class:`~crase_core.llm.transport.ConnectionPool` (an ``aiohttp`` session) with a fixed
 pool of ``concurrency`` workers pulling items in order (memory is bounded by the
 workers, not by the batch: no task per item). Every HTTP request first takes a
 slot of an :class:`AdaptiveLimit` (AIMD): HTTP 429 or 503 halves the limit
@@ -57,7 +57,7 @@ from ..errors import ModelError
 from ..records import Usage
 from ..redaction import mask_secrets
 from .config import LLMSettings, redact_url
-from .transport import ConnectFailed, ConnectionPool, Dropped, Response
+from .transport import ConnectFailed, ConnectionPool, Dropped, InvalidHeader, Response
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -443,8 +443,9 @@ class Endpoint:
     def _pool(self) -> ConnectionPool:
         s = self.settings
         try:
-            return ConnectionPool(s.base_url, {"Authorization": f"Bearer {s.key}"}, max_idle=s.concurrency)
-        except UnicodeEncodeError:
+            return ConnectionPool(s.base_url, {"Authorization": f"Bearer {s.key}"}, max_idle=s.concurrency,
+                                  timeout=s.timeout)
+        except InvalidHeader:
             raise ModelError("the API key contains characters that cannot be sent in an HTTP header") from None
 
     def run_batch(

@@ -1,33 +1,43 @@
-"""A small HTTP/1.1 client with keep-alive on asyncio streams: the model client's transport.
+"""The model client's HTTP transport: one keep-alive ``aiohttp`` session per batch, errors sorted for the client.
 
-Why not the ``openai`` SDK or ``httpx`` (measured, ``benchmarks/llm_throughput.py``
-and ``docs/llm_backend.md``): against a local endpoint answering in 5 ms, the SDK
-costs ≈ 2.6 ms of client CPU per call and plain ``httpx.AsyncClient`` ≈ 1.7 ms,
-so on two cores the client, not the server, was the limit; this transport costs
-≈ 0.07 ms. It speaks exactly what OpenAI-compatible servers (vLLM/uvicorn,
-llama.cpp, Ollama, hosted APIs) answer: ``Content-Length`` or ``chunked``
-bodies, ``Connection: close``, TLS for ``https://`` (the system's CA store,
-hostname checked). It follows no redirect and uses no proxy: the API key goes to
-the configured host and nowhere else.
+Why ``aiohttp`` (measured, ``benchmarks/llm_throughput.py`` and ``docs/llm_backend.md``):
+against a local endpoint answering in 5 ms, the ``openai`` SDK costs ≈ 2.6 ms of
+client CPU per call and ``httpx.AsyncClient`` ≈ 1.7 ms, so on two cores the
+client, not the server, was the limit. ``aiohttp`` (C-accelerated HTTP parser)
+costs a fraction of that and carries the HTTP framing (``Content-Length``,
+``chunked``, ``Connection: close``), keep-alive and TLS, so no HTTP code of our
+own sits on the path of an API key.
 
-:class:`ConnectionPool` keeps idle connections (LIFO) for ``keepalive_s``; a
-connection is never reused after a cancelled or failed exchange. Failures are
+:class:`ConnectionPool` wraps one :class:`aiohttp.ClientSession` on a
+:class:`aiohttp.TCPConnector`: at most ``max_idle`` connections open at once (the
+client's concurrency), idle ones dropped after ``keepalive_s``; ``timeout`` is the
+**total** time of one request, connect to last byte (``ClientTimeout(total=…)``;
+the client adds its run deadline on top). TLS is verified against the system's CA
+store unless an ``ssl_context`` is given. It follows no redirect
+(``allow_redirects=False``) and uses no proxy (``trust_env=False``: ``HTTPS_PROXY``
+and ``.netrc`` are not read): the API key goes to the configured host and nowhere
+else. A body over :data:`MAX_BODY_BYTES` is refused while it is read. Failures are
 :class:`ConnectFailed` (no connection could be made: refused, unknown host, TLS)
-and :class:`Dropped` (the connection broke or the answer is not HTTP).
+and :class:`Dropped` (the connection broke or the answer is not HTTP); a timeout
+is :class:`TimeoutError`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ssl
-import time
-from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
-MAX_HEAD_BYTES = 64 * 1024
+import aiohttp
+from yarl import URL
+
 MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+class InvalidHeader(ValueError):
+    """A header value that cannot be sent (a character outside Latin-1, or a line break)."""
 
 
 class TransportError(Exception):
@@ -45,7 +55,7 @@ class Dropped(TransportError):
 @dataclass
 class Response:
     status: int
-    headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
+    headers: Mapping[str, str]  # case-insensitive names (the first value of a repeated header)
     body: bytes
 
     @property
@@ -53,176 +63,129 @@ class Response:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-@dataclass
-class _Conn:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    idle_since: float = 0.0
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, RuntimeError):  # closing a broken socket may fail; nothing to do
-            self.writer.close()
-
-
 class ConnectionPool:
-    """Keep-alive connections to one base URL; ``request`` is safe to call from many tasks at once."""
+    """Keep-alive connections to one base URL; ``request`` is safe to call from many tasks at once.
+
+    Create, use and :meth:`close` it inside one running event loop.
+    """
 
     def __init__(self, base_url: str, headers: dict[str, str], *, max_idle: int = 64, keepalive_s: float = 4.0,
-                 ssl_context: ssl.SSLContext | None = None):
+                 timeout: float | None = None, ssl_context: ssl.SSLContext | None = None):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("base URL must be http(s)://host[:port]/path")
-        self.host = parts.hostname
-        self.tls = parts.scheme == "https"
-        self.port = parts.port or (443 if self.tls else 80)
-        default_port = self.port == (443 if self.tls else 80)
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self.authority = host if default_port else f"{host}:{self.port}"
+        fixed = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "crase-explorer",
+                 **headers}
+        for k, v in fixed.items():
+            try:
+                f"{k}: {v}".encode("latin-1")
+            except UnicodeEncodeError:
+                raise InvalidHeader(f"the HTTP header {k} has characters outside Latin-1") from None
+            if "\r" in v or "\n" in v:
+                raise InvalidHeader(f"the HTTP header {k} contains a line break")
+        self._headers = fixed
+        self._origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never user:password@ in the URL
         self.base_path = parts.path.rstrip("/")
         self.query = parts.query
-        fixed = {"Host": self.authority, "Accept": "application/json", "Accept-Encoding": "identity",
-                 "User-Agent": "crase-explorer", **headers}
-        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
+        self.tls = parts.scheme == "https"
         self.max_idle = max_idle
         self.keepalive_s = keepalive_s
-        self._idle: deque[_Conn] = deque()
-        self._ssl = (ssl_context or ssl.create_default_context()) if self.tls else None
+        self.timeout = timeout
+        self._ssl: ssl.SSLContext | bool = (ssl_context or True) if self.tls else False
+        self._urls: dict[str, URL] = {}
+        self._session: aiohttp.ClientSession | None = None
         self.opened = 0  # connections made (tests and benchmarks check reuse)
 
     def url(self, path: str) -> str:
         return self.base_path + path + (f"?{self.query}" if self.query else "")
 
-    async def _connect(self) -> _Conn:
-        try:
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self._ssl, limit=MAX_HEAD_BYTES,
-                server_hostname=self.host if self.tls else None)
-        except ssl.SSLError as e:
-            raise ConnectFailed(f"TLS failed ({e.reason or type(e).__name__})") from None
-        except OSError as e:
-            raise ConnectFailed(type(e).__name__ if not e.strerror else f"{type(e).__name__}: {e.strerror}") from None
-        self.opened += 1
-        return _Conn(reader, writer)
+    def _url(self, path: str) -> URL:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = URL(self._origin + self.url(path), encoded=True)
+        return url
 
-    def _take_idle(self) -> _Conn | None:
-        now = time.monotonic()
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.reader.at_eof() or conn.writer.is_closing() or now - conn.idle_since > self.keepalive_s:
-                conn.close()
-                continue
-            return conn
-        return None
+    def _open(self) -> aiohttp.ClientSession:
+        async def counted(session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                          params: aiohttp.TraceConnectionCreateEndParams) -> None:
+            self.opened += 1
+
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_end.append(counted)
+        connector = aiohttp.TCPConnector(limit=self.max_idle, limit_per_host=0, keepalive_timeout=self.keepalive_s,
+                                         ssl=self._ssl)
+        return aiohttp.ClientSession(
+            connector=connector, headers=self._headers, trust_env=False, trace_configs=[trace],
+            timeout=aiohttp.ClientTimeout(total=self.timeout), raise_for_status=False)
 
     async def request(self, method: str, path: str, body: bytes | None = None,
                       content_type: str = "application/json") -> Response:
-        """One exchange; raises :class:`ConnectFailed` or :class:`Dropped` (cancellation closes the connection)."""
-        conn = self._take_idle() or await self._connect()
-        reusable = False
+        """One exchange; raises :class:`ConnectFailed`, :class:`Dropped` or :class:`TimeoutError`.
+
+        Cancellation (the caller's deadline) closes the connection instead of returning it to the pool.
+        """
+        if self._session is None:
+            self._session = self._open()
         try:
-            head = f"{method} {self.url(path)} HTTP/1.1\r\n".encode("latin-1") + self._head
-            if body is not None:
-                head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n".encode("latin-1")
-            conn.writer.write(head + b"\r\n" + (body or b""))
-            await conn.writer.drain()
-            response, reusable = await _read_response(conn.reader, method)
-            return response
-        except asyncio.LimitOverrunError:
-            raise Dropped("the answer has an over-long line") from None
-        except (ConnectionError, asyncio.IncompleteReadError, OSError) as e:
-            raise Dropped(_why(e)) from None
-        finally:
-            if reusable and len(self._idle) < self.max_idle:
-                conn.idle_since = time.monotonic()
-                self._idle.append(conn)
-            else:
-                conn.close()
+            async with self._session.request(
+                    method, self._url(path), data=body, allow_redirects=False,
+                    headers=None if body is None else {"Content-Type": content_type}) as r:
+                n = r.content_length
+                if n is not None and n > MAX_BODY_BYTES:
+                    raise Dropped(f"the answer is {n:,} bytes (the limit is {MAX_BODY_BYTES // 2**20} MiB)")
+                if n is not None and "Content-Encoding" not in r.headers:
+                    data = await r.read()  # the parser stops at Content-Length
+                else:
+                    data = await _read_capped(r.content)
+                return Response(r.status, r.headers, data)
+        except TimeoutError:
+            raise
+        except aiohttp.ClientConnectorCertificateError as e:
+            reason = getattr(e.certificate_error, "reason", None) or type(e.certificate_error).__name__
+            raise ConnectFailed(f"TLS failed ({reason})") from None
+        except aiohttp.ClientConnectorSSLError as e:
+            reason = getattr(e.os_error, "reason", None) or type(e.os_error).__name__
+            raise ConnectFailed(f"TLS failed ({reason})") from None
+        except aiohttp.ClientConnectorError as e:
+            raise ConnectFailed(_os_why(e.os_error)) from None
+        except aiohttp.ServerDisconnectedError:
+            raise Dropped("the server closed the connection without answering") from None
+        except aiohttp.ClientPayloadError as e:
+            cause = e.__cause__ or e
+            if "not enough data" in str(cause).lower() or "not completed" in str(e).lower():
+                raise Dropped("the server closed the connection before the answer was complete") from None
+            raise Dropped(f"the answer's body is malformed ({_short(cause)})") from None
+        except aiohttp.ClientResponseError as e:  # the parser rejected the answer
+            raise Dropped(f"the answer is not valid HTTP/1.x ({_short(e.message)})") from None
+        except aiohttp.ClientOSError as e:
+            raise Dropped(_os_why(e)) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise Dropped(_short(e) or type(e).__name__) from None
 
     async def close(self) -> None:
-        while self._idle:
-            conn = self._idle.pop()
-            conn.close()
-            with contextlib.suppress(OSError, TimeoutError, asyncio.TimeoutError):
-                await asyncio.wait_for(conn.writer.wait_closed(), 1.0)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
-def _why(e: BaseException) -> str:
-    if isinstance(e, asyncio.IncompleteReadError):
-        return "the server closed the connection before the answer was complete" if e.partial or e.expected \
-            else "the server closed the connection without answering"
-    return f"{type(e).__name__}" + (f": {e.strerror}" if isinstance(e, OSError) and e.strerror else "")
-
-
-async def _read_head(reader: asyncio.StreamReader) -> tuple[str, int, dict[str, str]]:
-    try:
-        raw = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError:
-        raise Dropped(f"the answer's HTTP header is larger than {MAX_HEAD_BYTES // 1024} KiB") from None
-    except asyncio.IncompleteReadError as e:
-        if not e.partial:
-            raise Dropped("the server closed the connection without answering") from None
-        raise Dropped("the server closed the connection in the middle of the answer's header") from None
-    lines = raw.decode("latin-1").split("\r\n")
-    status_line = lines[0].split(" ", 2)
-    if len(status_line) < 2 or not status_line[0].startswith("HTTP/1.") or not status_line[1].isdigit():
-        raise Dropped(f"the answer is not HTTP/1.x (it starts {lines[0][:40]!r})")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, sep, value = line.partition(":")
-        if not sep:
-            raise Dropped("the answer has a malformed HTTP header line")
-        key = name.strip().lower()
-        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    return status_line[0], int(status_line[1]), headers
-
-
-async def _read_response(reader: asyncio.StreamReader, method: str) -> tuple[Response, bool]:
-    """The response and whether the connection may be reused."""
-    version, status, headers = await _read_head(reader)
-    while 100 <= status < 200:  # 100 Continue and other interim answers
-        version, status, headers = await _read_head(reader)
-    connection = headers.get("connection", "").lower()
-    keep = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
-    if method == "HEAD" or status in (204, 304):
-        return Response(status, headers, b""), keep
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        return Response(status, headers, await _read_chunked(reader)), keep
-    length = headers.get("content-length")
-    if length is not None:
-        try:
-            n = int(length.split(",")[0])
-        except ValueError:
-            raise Dropped(f"the answer has a malformed Content-Length ({length[:20]!r})") from None
-        if n < 0 or n > MAX_BODY_BYTES:
-            raise Dropped(f"the answer is {n:,} bytes (the limit is {MAX_BODY_BYTES // 2**20} MiB)")
-        return Response(status, headers, await reader.readexactly(n)), keep
-    body = await reader.read(MAX_BODY_BYTES + 1)  # no length: the body ends when the connection closes
-    chunks = [body]
-    while body:
-        body = await reader.read(MAX_BODY_BYTES + 1)
-        chunks.append(body)
-        if sum(map(len, chunks)) > MAX_BODY_BYTES:
-            raise Dropped(f"the answer is larger than {MAX_BODY_BYTES // 2**20} MiB")
-    return Response(status, headers, b"".join(chunks)), False
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+async def _read_capped(stream: aiohttp.StreamReader) -> bytes:
+    """A body without a plain ``Content-Length`` (chunked, until close, or compressed), refused past the cap."""
     parts: list[bytes] = []
     total = 0
-    while True:
-        line = await reader.readuntil(b"\r\n")
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise Dropped("the answer has a malformed chunk header") from None
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
-                pass
-            return b"".join(parts)
-        total += size
+    async for chunk in stream.iter_any():
+        total += len(chunk)
         if total > MAX_BODY_BYTES:
             raise Dropped(f"the answer is larger than {MAX_BODY_BYTES // 2**20} MiB")
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _os_why(e: BaseException) -> str:
+    """``ConnectionRefusedError: Connect call failed`` style: the OS error's kind and text."""
+    strerror = getattr(e, "strerror", None)
+    return type(e).__name__ + (f": {strerror}" if strerror else "")
+
+
+def _short(x: object, limit: int = 120) -> str:
+    text = " ".join(str(x).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
