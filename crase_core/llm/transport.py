@@ -4,9 +4,12 @@ Why ``aiohttp`` (measured, ``benchmarks/llm_throughput.py`` and ``docs/llm_backe
 against a local endpoint answering in 5 ms, the ``openai`` SDK costs ≈ 2.6 ms of
 client CPU per call and ``httpx.AsyncClient`` ≈ 1.7 ms, so on two cores the
 client, not the server, was the limit. ``aiohttp`` (C-accelerated HTTP parser)
-costs a fraction of that and carries the HTTP framing (``Content-Length``,
-``chunked``, ``Connection: close``), keep-alive and TLS, so no HTTP code of our
-own sits on the path of an API key.
+costs ≈ 0.2 ms per call in the bare request loop (≈ 0.4 ms on the full client
+path; 360–650 calls/s from concurrency 4 up on a loaded 2-core VM) and carries
+the HTTP framing (``Content-Length``, ``chunked``, ``Connection: close``),
+keep-alive and TLS, so no HTTP code of our own sits on the path of an API key.
+The hand-written asyncio client it replaced cost ≈ 0.07 ms (≈ 0.2 ms full path):
+faster where the client is the limit, but a parser of our own to keep secure.
 
 :class:`ConnectionPool` wraps one :class:`aiohttp.ClientSession` on a
 :class:`aiohttp.TCPConnector`: at most ``max_idle`` connections open at once (the
