@@ -117,7 +117,7 @@ def paper_link(paper: Paper) -> str | None:
         if name.lower() == "doi":
             doi = normalize_doi(value)
             if doi:
-                return "https://doi.org/" + quote(doi, safe="/:;()._-")
+                return "https://doi.org/" + quote(doi, safe="/:;._-")  # parentheses encoded: safe in markdown links
     return safe_http_url(paper.url)
 
 
