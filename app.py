@@ -200,7 +200,8 @@ def library_input() -> ParsedLibrary | None:
     with st.expander("Start from what you know — your papers (optional)", expanded=False):
         st.caption("Paste arXiv ids or DOIs, or upload a BibTeX file. Papers the corpus has become seeds of the "
                    "run, and every paper you already have is marked in the results and the graph, so the list "
-                   "shows what is new.")
+                   "shows what is new. Each paper found is expanded like any seed, so a much-cited one widens the "
+                   "graph a lot: **Estimate budget** shows the cost first.")
         text = st.text_area("arXiv ids or DOIs", key="library_ids", height=80,
                             placeholder="hep-th/9711200, arXiv:0704.0001, 10.1103/PhysRevLett.80.4859 …")
         upload = st.file_uploader("BibTeX file", type=["bib", "bibtex", "txt"], key="library_bib")
