@@ -146,3 +146,22 @@ def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_
         assert page.locator("#panel").get_attribute("data-node") == hostile_trace.results[0].paper_id
         context.close()
         browser.close()
+
+
+def test_traces_without_the_new_fields_still_load(hostile_trace):
+    """Traces saved before coverage/library/in_library/origin kind existed load with the defaults."""
+    assert hostile_trace.coverage is not None and not hostile_trace.coverage.weak  # recorded by the run
+    data = json.loads(trace_io.dumps(hostile_trace))
+    del data["coverage"], data["library"]
+    for n in data["nodes"]:
+        del n["in_library"]
+    for r in data["results"]:
+        del r["in_library"]
+    for s in data["seeds"]:
+        for o in s["origins"]:
+            del o["kind"]
+    old = trace_io.from_dict(data)
+    assert old.coverage is None and old.library is None
+    assert not any(n.in_library for n in old.nodes) and all(o.kind == "search" for s in old.seeds for o in s.origins)
+    assert [r.paper_id for r in old.results] == [r.paper_id for r in hostile_trace.results]
+    assert "crase-data" in to_html(old)
