@@ -30,7 +30,9 @@ ROLE_COLOURS = {"seed_kept": "#2a9d8f", "seed_pruned": "#e76f51", "expanded": "#
                 "expanded_pruned": "#b8bfca", "text": "#9b6bb5"}
 ROLE_LABELS = {"seed_kept": "seed, kept", "seed_pruned": "seed, pruned", "expanded": "expanded (neighbour)",
                "expanded_pruned": "expanded, pruned", "text": "text match (outside the citation graph)"}
-MAX_KEPT_VIEW_EDGES = 4000
+MAX_WIDE_VIEW_NODES = 300  # the wide view: the highest-ranked kept papers (a readable, quick-to-lay-out graph)
+MAX_WIDE_VIEW_EDGES = 3000
+KAMADA_KAWAI_MAX = 150  # components up to this size get the Kamada–Kawai layout (spring layout above)
 
 
 def script_json(data: object) -> str:
@@ -53,8 +55,10 @@ def _num(x: float) -> float:
     return float(x) if math.isfinite(x) else 0.0
 
 
-def _layout(nodes: list[str], edges: list[EdgeRecord], scale: float = 420.0) -> dict[str, list[float]]:
-    """Deterministic spring layout (networkx, fixed seed) in vis pixels."""
+def _layout(nodes: list[str], edges: list[EdgeRecord], scale: float = 70.0) -> dict[str, list[float]]:
+    """Deterministic layout in vis pixels: a spring layout (networkx, fixed seed) per connected component,
+    each sized by the square root of its paper count, packed in rows (largest first), so small islands
+    do not push the main cluster into a corner."""
     import networkx as nx
 
     if not nodes:
@@ -64,13 +68,33 @@ def _layout(nodes: list[str], edges: list[EdgeRecord], scale: float = 420.0) -> 
     for e in edges:
         if e.citing != e.cited and e.citing in g and e.cited in g:
             g.add_edge(e.citing, e.cited, weight=max(e.delta, 0.05) if e.kept else 0.02)
-    pos = nx.spring_layout(g, k=1.6 / math.sqrt(len(nodes)), seed=7, iterations=60, weight="weight")
-    grow = scale * max(1.0, math.sqrt(len(nodes) / 60.0))
-    return {n: [round(float(x) * grow, 1), round(float(y) * grow, 1)] for n, (x, y) in pos.items()}
+    order = {n: i for i, n in enumerate(nodes)}
+    comps = sorted((sorted(c, key=order.__getitem__) for c in nx.connected_components(g)),
+                   key=lambda c: (-len(c), order[c[0]]))
+    out: dict[str, list[float]] = {}
+    row_width = 2.6 * scale * math.sqrt(len(nodes))
+    x = y = row_h = 0.0
+    for comp in comps:
+        radius = scale * math.sqrt(len(comp))
+        if len(comp) == 1:
+            local = {comp[0]: (0.0, 0.0)}
+        elif len(comp) <= KAMADA_KAWAI_MAX:  # evenly spread distances: readable for the top results' graph
+            local = nx.rescale_layout_dict(nx.kamada_kawai_layout(g.subgraph(comp), weight=None), 1.0)
+        else:
+            sub = g.subgraph(comp)
+            local = nx.spring_layout(sub, k=2.0 / math.sqrt(len(comp)), seed=7, iterations=80, weight="weight")
+        if x > 0 and x + 2 * radius > row_width:
+            x, y, row_h = 0.0, y + row_h + scale * 0.6, 0.0
+        for n, (px, py) in local.items():
+            out[n] = [round(x + radius + float(px) * radius, 1), round(y + radius + float(py) * radius, 1)]
+        x += 2 * radius + scale * 0.6
+        row_h = max(row_h, 2 * radius)
+    return out
 
 
-def _views(trace: RunTrace) -> dict[str, Any]:
-    """Two views: the top results with their evidence trails (default), and the whole kept graph."""
+def _views(trace: RunTrace) -> tuple[dict[str, Any], list[EdgeRecord]]:
+    """Two views and the edges they use: the top results with their evidence trails (default), and the
+    ``MAX_WIDE_VIEW_NODES`` highest-scored kept papers with the kept edges among them (the wide view)."""
     node_ids = {n.paper.id for n in trace.nodes}
     top: set[str] = set()
     trail_edges: set[tuple[str, str]] = set()
@@ -80,29 +104,45 @@ def _views(trace: RunTrace) -> dict[str, Any]:
             top.update((s.source, s.target))
             trail_edges.add((s.source, s.target) if s.along_citation else (s.target, s.source))
     top &= node_ids
-    index = {(e.citing, e.cited): i for i, e in enumerate(trace.edges)}
     top_edges = [e for e in trace.edges if e.citing in top and e.cited in top
                  and (e.kept or (e.citing, e.cited) in trail_edges)]
     top_pruned = [e for e in trace.edges if e.citing in top and e.cited in top and not e.kept]
-    kept_nodes = [n.paper.id for n in trace.nodes if n.kept]
-    kept_edges = sorted((e for e in trace.edges if e.kept), key=lambda e: -e.delta)[:MAX_KEPT_VIEW_EDGES]
+    kept_sorted = sorted((n for n in trace.nodes if n.kept), key=lambda n: (n.rank is None, n.rank or 0))
+    wide = {n.paper.id for n in kept_sorted[:MAX_WIDE_VIEW_NODES]} | top
+    wide_edges = sorted((e for e in trace.edges if e.kept and e.citing in wide and e.cited in wide),
+                        key=lambda e: -e.delta)[:MAX_WIDE_VIEW_EDGES]
+    used: dict[tuple[str, str], int] = {}
+    edges: list[EdgeRecord] = []
+    for e in top_edges + top_pruned + wide_edges:
+        if (e.citing, e.cited) not in used:
+            used[(e.citing, e.cited)] = len(edges)
+            edges.append(e)
     top_list = [n.paper.id for n in trace.nodes if n.paper.id in top]
-    return {
-        "top": {"nodes": top_list, "edges": [index[(e.citing, e.cited)] for e in top_edges],
-                "pruned": [index[(e.citing, e.cited)] for e in top_pruned],
+    wide_list = [n.paper.id for n in trace.nodes if n.paper.id in wide]
+    views = {
+        "top": {"nodes": top_list, "edges": [used[(e.citing, e.cited)] for e in top_edges],
+                "pruned": [used[(e.citing, e.cited)] for e in top_pruned],
                 "pos": _layout(top_list, top_edges + top_pruned)},
-        "kept": {"nodes": kept_nodes, "edges": [index[(e.citing, e.cited)] for e in kept_edges], "pruned": [],
-                 "pos": _layout(kept_nodes, kept_edges)},
+        "kept": {"nodes": wide_list, "edges": [used[(e.citing, e.cited)] for e in wide_edges], "pruned": [],
+                 "pos": _layout(wide_list, wide_edges),
+                 "note": f"the {len(wide_list):,} highest-ranked of {len(kept_sorted):,} kept papers"
+                         if len(kept_sorted) > len(wide_list) else ""},
     }
+    return views, edges
 
 
 def export_data(trace: RunTrace) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data (no markup)."""
+    """Everything the page shows, as plain JSON-able data (no markup): the papers and edges of its two
+    views (with their matrices and claims) and the ranked list."""
+    views, view_edges = _views(trace)
+    shown = {pid for v in views.values() for pid in v["nodes"]} | {r.paper_id for r in trace.results}
     seeds = {s.paper_id: s for s in trace.seeds}
     results = {r.paper_id: r for r in trace.results}
     max_score = max((n.score for n in trace.nodes), default=0.0) or 1.0
     nodes = {}
     for n in trace.nodes:
+        if n.paper.id not in shown:
+            continue
         p, role, s = n.paper, _role(n), seeds.get(n.paper.id)
         r = results.get(p.id)
         nodes[p.id] = {
@@ -122,7 +162,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
               "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts)}
-             for e in trace.edges]
+             for e in view_edges]
     claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
                                                         for c in cs.claims]}
               for pid, cs in trace.claims.items() if pid in nodes}
@@ -139,7 +179,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
         "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": r.reason,
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
-        "nodes": nodes, "edges": edges, "claims": claims, "views": _views(trace),
+        "nodes": nodes, "edges": edges, "claims": claims, "views": views,
     }
 
 
@@ -206,7 +246,8 @@ h3{font-size:.98rem;margin:8px 0 4px}
 <section>
 <div class="controls">
 <label><input type="radio" name="view" value="top" checked> Top results and their evidence trails</label>
-<label><input type="radio" name="view" value="kept"> Whole kept graph</label>
+<label><input type="radio" name="view" value="kept"> Wider: the highest-ranked kept papers</label>
+<span id="viewNote" class="meta"></span>
 <label><input type="checkbox" id="showPruned"> show pruned edges (dashed)</label>
 </div>
 <div class="controls legend" id="legend"></div>
@@ -260,7 +301,8 @@ _APP_JS = r"""
   var network = new vis.Network(document.getElementById("graph"), { nodes: nodesDS, edges: edgesDS }, {
     physics: false, layout: { improvedLayout: false },
     interaction: { hover: true, tooltipDelay: 150, selectConnectedEdges: false, multiselect: false },
-    nodes: { shape: "dot", borderWidth: 1, borderWidthSelected: 3, font: { size: 12, color: "#27313b", strokeWidth: 3, strokeColor: "#ffffff" } },
+    nodes: { shape: "dot", borderWidth: 1, borderWidthSelected: 3, font: { size: 14, color: "#27313b", strokeWidth: 3, strokeColor: "#ffffff" },
+             scaling: { label: { drawThreshold: 4 } } },
     edges: { arrows: { to: { enabled: true, scaleFactor: 0.5 } }, smooth: false, selectionWidth: 3, color: { inherit: false } }
   });
   window.craseExport = { network: network, nodes: nodesDS, edges: edgesDS, data: D, ready: false };
@@ -268,7 +310,7 @@ _APP_JS = r"""
   function show(viewName) {
     var v = D.views[viewName], withPruned = document.getElementById("showPruned").checked;
     var labelled = {};
-    D.results.slice(0, 15).forEach(function (r) { labelled[r.id] = true; });
+    D.results.slice(0, 10).forEach(function (r) { labelled[r.id] = true; });
     nodesDS.clear(); edgesDS.clear();
     nodesDS.add(v.nodes.map(function (id) {
       var n = D.nodes[id], p = v.pos[id] || [0, 0];
@@ -283,6 +325,7 @@ _APP_JS = r"""
       return { id: "e" + i, from: e.from, to: e.to, color: e.kept ? deltaColour(e.delta) : "#d08c7f", width: e.kept ? 1 + 5 * e.delta : 1,
                dashes: !e.kept, title: tip(short(D.nodes[e.from].title, 50) + " \u2192 " + short(D.nodes[e.to].title, 50) + "\n\u0394 = " + fmt(e.delta, 3) + " \u00b7 weight " + fmt(e.weight, 3) + "\n" + e.decision) };
     }));
+    document.getElementById("viewNote").textContent = v.note ? "(" + v.note + ")" : "";
     network.fit({ animation: false });
   }
   function currentView() { return document.querySelector("input[name=view]:checked").value; }
@@ -353,7 +396,7 @@ _APP_JS = r"""
     if (r.in_library) add(head, el("span", "already in your library", "lib"));
     add(li, el("div", n.authors.slice(0, 3).join(", ") + (n.authors.length > 3 ? " et al." : ""), "why"));
     add(li, el("div", "Why it is here: " + r.reason, "why"));
-    li.addEventListener("click", function () { showNode(r.id); if (nodesDS.get(r.id)) { network.selectNodes([r.id]); network.focus(r.id, { scale: 1.2, animation: false }); } });
+    li.addEventListener("click", function () { showNode(r.id); panel.scrollTop = 0; panel.scrollIntoView({ block: "start" }); if (nodesDS.get(r.id)) { network.selectNodes([r.id]); network.focus(r.id, { scale: 1.2, animation: false }); } });
   });
 
   show("top");
