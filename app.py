@@ -321,11 +321,13 @@ def search_page() -> None:
                 if trace is not None:
                     board.finish()
                     elapsed = board.elapsed
-                    st.session_state.setdefault("elapsed", {})[trace.run_id] = elapsed
                     status.update(label=f"Done in {elapsed:.1f} s — {len(trace.results)} papers", state="complete",
                                   expanded=False)
         if trace is not None:
             save_and_open(trace)
+            opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
+            if opened is not None:
+                st.session_state.setdefault("elapsed", {})[opened.run_id] = board.elapsed
     trace = st.session_state.get("trace")
     if trace is None or trace_problem(trace) is not None:
         if trace is not None:
@@ -339,12 +341,31 @@ def search_page() -> None:
     run_summary(trace)
     with st.expander("Download", expanded=False):
         downloads(trace, key="search")
-        st.download_button("Share as one HTML file (graph, list and evidence; opens offline)",
-                           data=lambda: to_html(trace), file_name=f"{export.filename_stem(trace)}.html",
-                           mime="text/html", key="search_html", icon=":material/share:",
-                           help="A single self-contained page: the evidence graph, the ranked list, and every "
-                           "edge's matrix, claims and decision. No server or network needed to open it.")
+        html_share(trace)
     ranked_list(trace)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Writing the HTML file…")
+def html_bytes(_trace, run_id: str) -> bytes:
+    """The run's one-file HTML share (computed once per run content id; bytes are immutable)."""
+    return to_html(_trace).encode("utf-8")
+
+
+def html_share(trace) -> None:
+    """Share the run as one self-contained HTML file. Laying out the graph takes a few seconds on a large run,
+    so the file is made on request (once per run), then offered like the other downloads (bytes, no rerun)."""
+    ready = st.session_state.get("html_ready") == trace.run_id
+    if not ready and st.button("Prepare a shareable HTML file", key="search_html_prepare", icon=":material/share:",
+                               help="One self-contained page: the evidence graph, the ranked list, and every "
+                               "edge's matrix, claims and decision. It opens from disk with no server or network."):
+        st.session_state["html_ready"] = trace.run_id
+        ready = True
+    if ready:
+        data = guarded(lambda: html_bytes(trace, trace.run_id), "Could not write the HTML file")
+        if data is not None:
+            st.download_button("Share as one HTML file (opens offline)", data=data,
+                               file_name=f"{export.filename_stem(trace)}.html", mime="text/html", key="search_html",
+                               on_click="ignore", icon=":material/download:")
 
 
 def _discover_pages() -> list:

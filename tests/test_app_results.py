@@ -126,3 +126,12 @@ def test_weak_match_notice_and_links_on_the_embedded_corpus(tmp_path, monkeypatc
     links = [m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]
     assert len(links) == len(at.session_state["trace"].results)
     st.cache_resource.clear()
+
+
+def test_html_share_is_made_on_request(app_env):
+    at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run(), QUERY)
+    assert not [b for b in at.get("download_button") if b.proto.label.startswith("Share as one HTML")]
+    at = _click(at, "Prepare a shareable HTML file")
+    assert not at.exception and not at.error
+    assert [b for b in at.get("download_button") if b.proto.label == "Share as one HTML file (opens offline)"]
+    assert at.session_state["html_ready"] == at.session_state["trace"].run_id
