@@ -341,7 +341,7 @@ def search_page() -> None:
     run_summary(trace)
     with st.expander("Download", expanded=False):
         downloads(trace, key="search")
-        html_share(trace)
+    html_share(trace)
     ranked_list(trace)
 
 
@@ -354,13 +354,12 @@ def html_bytes(_trace, run_id: str) -> bytes:
 def html_share(trace) -> None:
     """Share the run as one self-contained HTML file. Laying out the graph takes a few seconds on a large run,
     so the file is made on request (once per run), then offered like the other downloads (bytes, no rerun)."""
-    ready = st.session_state.get("html_ready") == trace.run_id
-    if not ready and st.button("Prepare a shareable HTML file", key="search_html_prepare", icon=":material/share:",
-                               help="One self-contained page: the evidence graph, the ranked list, and every "
-                               "edge's matrix, claims and decision. It opens from disk with no server or network."):
-        st.session_state["html_ready"] = trace.run_id
-        ready = True
-    if ready:
+    if st.session_state.get("html_ready") != trace.run_id:
+        st.button("Prepare a shareable HTML file", key="search_html_prepare", icon=":material/share:",
+                  on_click=lambda: st.session_state.update(html_ready=trace.run_id),
+                  help="One self-contained page: the evidence graph, the ranked list, and every edge's matrix, "
+                  "claims and decision. It opens from disk with no server or network.")
+    else:
         data = guarded(lambda: html_bytes(trace, trace.run_id), "Could not write the HTML file")
         if data is not None:
             st.download_button("Share as one HTML file (opens offline)", data=data,

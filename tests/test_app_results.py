@@ -134,4 +134,5 @@ def test_html_share_is_made_on_request(app_env):
     at = _click(at, "Prepare a shareable HTML file")
     assert not at.exception and not at.error
     assert [b for b in at.get("download_button") if b.proto.label == "Share as one HTML file (opens offline)"]
+    assert not [b for b in at.button if b.label == "Prepare a shareable HTML file"]  # replaced by the download
     assert at.session_state["html_ready"] == at.session_state["trace"].run_id
