@@ -131,7 +131,8 @@ def ranked_list(trace) -> None:
     results = trace.results
     if trace.library is not None and any(r.in_library for r in results):
         mine = sum(r.in_library for r in results)
-        hide = st.toggle(f"Hide the {mine} papers already in your library", key="hide_library",
+        hide = st.toggle(f"Hide the {mine} {'paper' if mine == 1 else 'papers'} already in your library",
+                         key="hide_library",
                          help="Show only what is new to you; the ranks stay those of the whole list.")
         if hide:
             results = [r for r in results if not r.in_library]
