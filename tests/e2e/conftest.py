@@ -1,0 +1,19 @@
+"""Fixtures of the browser end-to-end tests (helpers: ``e2e_support``)."""
+
+from __future__ import annotations
+
+import pytest
+from e2e_support import CHROMIUM, CHROMIUM_ARGS, SHOTS
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless chromium for the whole e2e session."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {SHOTS}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
