@@ -350,8 +350,8 @@ def layout_positions(nodes: Sequence[str], edges: Sequence[EdgeRecord], scale: f
 
 def timeline_layout(trace: RunTrace, nodes: Sequence[str], year_step: float = 90.0, height: float = 560.0) -> Layout:
     """x = publication year (papers without one in an ``n.d.`` column at the left), y = log score (higher is
-    higher up; papers with score 0 in a band below). Papers of one year spread over three lanes and never overlap: each is pushed down
-    until it clears the node above it in its lane."""
+    higher up; papers with score 0 in a band below). Papers of one year spread over three lanes; none
+    overlaps another: each goes to the lane where it sits highest once pushed below the papers in its way."""
     by_id = {n.paper.id: n for n in trace.nodes}
     if not nodes:
         return Layout({})
@@ -367,25 +367,42 @@ def timeline_layout(trace: RunTrace, nodes: Sequence[str], year_step: float = 90
     for p in nodes:
         yr = by_id[p].paper.year
         columns.setdefault((yr - y0) * year_step if yr else nd_x, []).append(p)
-    lanes = (-0.28 * year_step, 0.0, 0.28 * year_step)
+    lanes = (0.0, -0.28 * year_step, 0.28 * year_step)
     pos: dict[str, tuple[float, float]] = {}
-    for x, members in columns.items():
-        def target(p: str) -> float:
-            n = by_id[p]
-            if max_score <= 0 or n.score <= 0:
-                return height + 60.0
-            return (hi - math.log(n.score)) / (hi - lo) * height if hi > lo else 0.0
+    radius: dict[str, float] = {}
+    placed_near: dict[float, list[str]] = {}  # column x → papers placed there
 
-        members.sort(key=lambda p: (target(p), p))
-        bottom = [-1e9, -1e9, -1e9]
-        last_r = [0.0, 0.0, 0.0]
+    def target(p: str) -> float:
+        n = by_id[p]
+        if max_score <= 0 or n.score <= 0:
+            return height + 60.0
+        return (hi - math.log(n.score)) / (hi - lo) * height if hi > lo else 0.0
+
+    def lowest_free(x: float, ytarget: float, r: float, neighbours: list[str]) -> float:
+        """The smallest y ≥ ytarget where a disc of radius r at x touches no placed paper (4 px apart)."""
+        y = ytarget
+        for _ in range(len(neighbours) + 1):
+            moved = False
+            for q in neighbours:
+                qx, qy = pos[q]
+                gap = r + radius[q] + 4.0
+                dx = abs(qx - x)
+                if dx < gap and abs(qy - y) < math.sqrt(gap * gap - dx * dx):
+                    y = qy + math.sqrt(gap * gap - dx * dx) + 0.01
+                    moved = True
+            if not moved:
+                break
+        return y
+
+    for x in sorted(columns):
+        members = sorted(columns[x], key=lambda p: (target(p), p))
         for p in members:
             r = node_size(by_id[p].score, max_score)
-            t = target(p)
-            best = min(range(3), key=lambda i: (max(t, bottom[i] + last_r[i] + r + 22.0), abs(lanes[i])))
-            ypos = max(t, bottom[best] + last_r[best] + r + 22.0)
-            bottom[best], last_r[best] = ypos, r
-            pos[p] = (x + lanes[best], ypos)
+            near = [q for cx in (x - year_step, x, x + year_step) for q in placed_near.get(cx, [])]
+            best = min(((lowest_free(x + dx, target(p), r, near), i) for i, dx in enumerate(lanes)))
+            pos[p] = (x + lanes[best[1]], best[0])
+            radius[p] = r
+            placed_near.setdefault(x, []).append(p)
     span = max(1, y1 - y0)
     every = 1 if span <= 12 else 2 if span <= 25 else 5
     axis = [{"x": (yr - y0) * year_step, "label": str(yr)} for yr in range(y0, y1 + 1) if (yr - y0) % every == 0]
@@ -452,11 +469,10 @@ def focus_layout(trace: RunTrace, view: GraphView, radius: float = 300.0) -> Lay
     cited_by = sorted({e.citing for e in view.edges if e.cited == focus and e.citing != focus} - set(cites),
                       key=lambda p: (by_id[p].paper.year or 0, p))
     pos: dict[str, tuple[float, float]] = {focus: (0.0, 0.0)}
-    # each side gets a share of 320° proportional to its papers (at least 50° when it has any)
+    # each side: an arc of up to 170° (references stay left, citers right), wider for more papers
     n_left, n_right = len(cites), len(cited_by)
-    total = max(1, n_left + n_right)
-    span_l = max(50.0, 320.0 * n_left / total) if n_left else 0.0
-    span_r = max(50.0, 320.0 * n_right / total) if n_right else 0.0
+    span_l = min(170.0, 40.0 + 12.0 * n_left) if n_left else 0.0
+    span_r = min(170.0, 40.0 + 12.0 * n_right) if n_right else 0.0
     widest = max((n / math.radians(sp) for n, sp in ((n_left, span_l), (n_right, span_r)) if n), default=0.0)
     r1 = max(radius, 34.0 * widest)  # ≥ 34 px between neighbours on the ring
 
