@@ -74,7 +74,7 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
 c1, c2, c3, c4 = st.columns([1.7, 1.8, 1.3, 0.7], vertical_alignment="bottom")
-layout = c1.segmented_control("Layout", LAYOUTS, format_func=LAYOUT_LABELS.get, key="g_layout",
+layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
                               "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
                               "to its seed and its direct citations.") or "timeline"
@@ -85,9 +85,10 @@ if layout == "focus":
     focus = c2.selectbox("Focus on", ranked_first, key="g_focus",
                          format_func=lambda p: f"{all_labels[p]} — {shorten_words(tex_plain(trace.node(p).paper.title), 60)}")
 else:
-    mode = c2.selectbox("Papers", VIEW_MODES, index=0, key="g_mode",
-                        format_func={"top-k and trails": "Top k and their trails", "kept graph": "Whole kept graph",
-                                     "everything": "Everything (incl. pruned papers)"}.get)
+    mode_labels = {"top-k and trails": "Top k and their trails", "kept graph": "Whole kept graph",
+                   "everything": "Everything (incl. pruned papers)"}
+    mode = c2.selectbox("Papers", list(VIEW_MODES), index=0, key="g_mode",
+                        format_func=lambda m: mode_labels.get(m, m)) or VIEW_MODES[0]
     if mode == "top-k and trails" and n_results > 1:
         top_k = c3.slider("k (top papers)", 1, n_results, min(DEFAULT_TOP_K, n_results), key="g_k",
                           help="How many top-ranked papers to show, with the papers on their evidence trails.")
@@ -103,11 +104,11 @@ with c4.popover("Filters", icon=":material/tune:", width="stretch"):
         years = st.slider("Publication year", years_all[0], years_all[-1], (years_all[0], years_all[-1]), key="g_years",
                           disabled=layout == "focus")
     sq_labels = {i: f"{i + 1}. {sq}" for i, sq in enumerate(trace.plan.subqueries)}
-    chosen_sq = st.multiselect("Sub-queries", list(sq_labels), format_func=sq_labels.get, key="g_sq",
+    chosen_sq = st.multiselect("Sub-queries", list(sq_labels), format_func=lambda i: sq_labels.get(i, str(i)), key="g_sq",
                                placeholder="all sub-queries", disabled=layout == "focus",
                                help="Only seeds from these sub-queries and the papers whose trail starts at them.")
 
-years_key = tuple(years) if years and (years[0] != years_all[0] or years[1] != years_all[-1]) else None
+years_key: tuple[int, int] | None = (int(years[0]), int(years[1])) if years and (years[0] != years_all[0] or years[1] != years_all[-1]) else None
 sq_key = tuple(chosen_sq) if chosen_sq else None
 result = guarded(lambda: _network(trace, trace.run_id, layout, mode, show_pruned, int(top_k), years_key,
                                   float(min_score), sq_key, focus), "Could not build the graph view")

@@ -95,8 +95,8 @@ with left:
                       key="audit_queue", height=min(36 * len(queue) + 40, 560),
                       column_config={"done": st.column_config.TextColumn("done", width="small", pinned=True),
                                      "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
-                                     "citing": st.column_config.TextColumn("citing", width="large"),
-                                     "cited": st.column_config.TextColumn("cited", width="large")},
+                                     "citing": st.column_config.TextColumn("citing", width="medium"),
+                                     "cited": st.column_config.TextColumn("cited", width="medium")},
                       column_order=["done", "decision", "citing", "cited"])
     rows = ev.selection.rows if ev is not None else []
     st.markdown("#### Verdicts")
