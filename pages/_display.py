@@ -145,6 +145,8 @@ def safe_tex(math: str) -> bool:
     commands only (no links, no HTML, no macros, no colours or sizes), bounded length and nesting."""
     if not math.strip() or math != math.strip() or not _TEX_CHARS.match(math):
         return False
+    if "](" in math or "://" in math:  # link syntax, should a renderer ever read it as markdown
+        return False
     depth = 0
     for ch in math:
         depth += (ch == "{") - (ch == "}")
@@ -171,7 +173,10 @@ def tex_markdown(text: object, *, in_table: bool = False) -> str:
     pos = 0
     for m in _TEX_SEGMENT.finditer(s):
         math = m.group(1)
-        if not safe_tex(math):
+        after = s[m.end() : m.end() + 1]
+        before = s[m.start() - 1 : m.start()] if m.start() else ""
+        # only where remark-math reads a math span: not glued to a digit after, nor escaped before
+        if not safe_tex(math) or after.isdigit() or before == "\\":
             continue
         out.append(md_escape(s[pos : m.start()]))
         if in_table:

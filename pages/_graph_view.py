@@ -348,9 +348,9 @@ def layout_positions(nodes: Sequence[str], edges: Sequence[EdgeRecord], scale: f
     return {n: (float(x) * grow, float(y) * grow) for n, (x, y) in pos.items()}
 
 
-def timeline_layout(trace: RunTrace, nodes: Sequence[str], year_step: float = 90.0, height: float = 560.0) -> Layout:
-    """x = publication year (papers without one in an ``n.d.`` column at the left), y = log score (higher is
-    higher up; papers with score 0 in a band below). Papers of one year spread over three lanes; none
+def timeline_layout(trace: RunTrace, nodes: Sequence[str], year_step: float | None = None, height: float = 560.0) -> Layout:
+    """x = publication year (papers without one in an ``n.d.`` column at the left), y = rank by score (the
+    best at the top; papers with score 0 in a band below). Papers of one year spread over 3–11 lanes; none
     overlaps another: each goes to the lane where it sits highest once pushed below the papers in its way."""
     by_id = {n.paper.id: n for n in trace.nodes}
     if not nodes:
@@ -358,25 +358,33 @@ def timeline_layout(trace: RunTrace, nodes: Sequence[str], year_step: float = 90
     years = sorted({yr for p in nodes if (yr := by_id[p].paper.year)})
     y0 = years[0] if years else 2000
     y1 = years[-1] if years else 2000
+    per_year: dict[int | None, int] = {}
+    for p in nodes:
+        per_year[by_id[p].paper.year] = per_year.get(by_id[p].paper.year, 0) + 1
+    # crowded years get more lanes (and the years more room), so a 700-paper view stays wide, not tall
+    n_lanes = min(11, max(3, 2 * math.ceil(math.sqrt(max(per_year.values()) / 6.0)) + 1))
+    if year_step is None:
+        year_step = max(90.0, 26.0 * n_lanes)
     nd_x = (y0 - 2 - y0) * year_step
     max_score = max((by_id[p].score for p in nodes), default=0.0)
-    positive = [by_id[p].score for p in nodes if by_id[p].score > 0]
-    lo = math.log(min(positive)) if positive else 0.0
-    hi = math.log(max(positive)) if positive else 1.0
+    by_score = sorted((p for p in nodes if by_id[p].score > 0), key=lambda p: (-by_id[p].score, p))
+    score_rank = {p: i for i, p in enumerate(by_score)}
+    height = max(height, 0.45 * (y1 - y0 + 3) * year_step)  # use the canvas' width: not a flat strip
     columns: dict[float, list[str]] = {}
     for p in nodes:
         yr = by_id[p].paper.year
         columns.setdefault((yr - y0) * year_step if yr else nd_x, []).append(p)
-    lanes = (0.0, -0.28 * year_step, 0.28 * year_step)
+    half = n_lanes // 2
+    lane_gap = 0.84 * year_step / max(1, n_lanes - 1)
+    lanes = tuple(sorted((k * lane_gap for k in range(-half, half + 1)), key=abs))
     pos: dict[str, tuple[float, float]] = {}
     radius: dict[str, float] = {}
     placed_near: dict[float, list[str]] = {}  # column x → papers placed there
 
     def target(p: str) -> float:
-        n = by_id[p]
-        if max_score <= 0 or n.score <= 0:
+        if p not in score_rank:
             return height + 60.0
-        return (hi - math.log(n.score)) / (hi - lo) * height if hi > lo else 0.0
+        return score_rank[p] / max(1, len(by_score) - 1) * height
 
     def lowest_free(x: float, ytarget: float, r: float, neighbours: list[str]) -> float:
         """The smallest y ≥ ytarget where a disc of radius r at x touches no placed paper (4 px apart)."""

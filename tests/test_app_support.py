@@ -197,6 +197,9 @@ def test_tex_markdown_typesets_safe_math_and_escapes_the_rest():
         assert "<script" not in out and "](javascript" not in out
         assert "\\href{" not in out.replace("\\\\href", "") or out.startswith("\\$")
     assert D.tex_markdown("$\\href{javascript:alert(1)}{x}$").startswith("\\$")
+    # link syntax inside dollars, or a span remark-math would not read as math, stays escaped text
+    assert D.tex_markdown("$[a](javascript:alert(1))$") == D.md_escape("$[a](javascript:alert(1))$")
+    assert D.tex_markdown("$x$5") == D.md_escape("$x$5")
     assert D.tex_markdown("$|a|$ ok", in_table=True) == "$\\vert a\\vert $ ok"
     assert not D.safe_tex("{" * 6 + "x" + "}" * 6) and not D.safe_tex("x}{")
     assert D.tex_plain("The $R^2$ of $w_{\\infty}$, $\\alpha_{2}$; $5 and $6") == "The R² of w_∞, α₂; $5 and $6"

@@ -18,7 +18,7 @@
   var hovered = null;   // {kind, id}
   var selected = null;  // {kind, id}
   var axis = [], groups = [];
-  var LABEL_FONT = 12, LABEL_H = 16, MAX_LABELS = 60;
+  var LABEL_FONT = 12, LABEL_H = 16, MAX_LABELS = 45;
 
   function send(type, data) {
     var msg = Object.assign({ isStreamlitMessage: true, type: type }, data || {});
