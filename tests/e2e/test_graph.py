@@ -154,7 +154,8 @@ def test_twenty_edge_clicks_open_exactly_that_edge(demo_run):
     frame.evaluate("() => document.getElementById('fit').click()")
 
 
-ZOOMS = [None, [0.5, 0.7, 2.2], [0.3, 0.6, 2.2], [0.7, 0.6, 2.2], [0.5, 0.4, 2.2], [0.5, 0.8, 3.5], [0.35, 0.8, 3.5]]
+# the fitted view, then 2.5× zooms on a grid of points of it
+ZOOMS: list[list[float] | None] = [None] + [[fx, fy, 2.5] for fy in (0.35, 0.6, 0.85) for fx in (0.2, 0.4, 0.6, 0.8)]
 ZOOM_JS = """
 ([fx, fy, k]) => {
   const net = window.craseGraph.network;
