@@ -287,3 +287,34 @@ def test_scorer_badge_data_when_edges_carry_a_scorer(budget_then_trace):
     plain = G.graph_view(trace, "kept graph")
     assert all(e["scorer"] == "" for e in G.vis_network_data(trace, plain)["edges"])
     assert not any("scored" in i["text"] for i in G.legend_items(trace, plain))
+
+
+def _inspector_app(trace, citing, cited):
+    import sys
+
+    sys.path.insert(0, ".")
+    from pages._shared import edge_inspector
+
+    edge_inspector(trace, citing, cited, audit=False)
+
+
+def test_edge_inspector_renders_scorer_badge_claims_in_full_and_escapes(budget_then_trace):
+    import copy
+
+    from streamlit.testing.v1 import AppTest
+
+    _, trace = budget_then_trace
+    t = copy.deepcopy(trace)
+    e = next(x for x in t.edges if x.kept and "h001" in (x.citing, x.cited))
+    object.__setattr__(e, "scorer", "offline")
+    object.__setattr__(e, "scorer_reason", "endpoint timed out <b>twice</b>")
+    at = AppTest.from_function(_inspector_app, args=(t, e.citing, e.cited), default_timeout=60)
+    at.run()
+    assert not at.exception
+    md = [m.value for m in at.markdown]
+    assert any(v.startswith(":orange-badge[") and "scored offline" in v for v in md)
+    assert "endpoint timed out &lt;b&gt;twice&lt;/b&gt;" in [c.value for c in at.caption]
+    for pid in (e.citing, e.cited):
+        for c in t.claims[pid].claims:
+            assert any(D.tex_markdown(c.text, in_table=True) in v for v in md), c.text
+    assert not any("<script" in v for v in md)  # the hostile title h001 is escaped everywhere
