@@ -66,7 +66,8 @@ if clicked and clicked.get("nonce") != st.session_state.get("_graph_nonce"):
 
 # ---- controls: layout, which papers, filters (in a popover) ----
 n_results = len(trace.results)
-ranked_first = [r.paper_id for r in trace.results] + [n.paper.id for n in trace.nodes if n.rank is None]
+# every paper can be the focus: ranked ones first (by rank), then the rest
+ranked_first = [n.paper.id for n in sorted(trace.nodes, key=lambda n: (n.rank is None, n.rank or 0, n.paper.id))]
 all_labels = node_labels(trace, [n.paper.id for n in trace.nodes])
 sel = st.session_state.get("selected")
 if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_labels:

@@ -327,12 +327,6 @@
       window.craseGraph.clicks.push(v);
       setValue(v);
     });
-    network.on("doubleClick", function (params) {
-      var hit = hitTest(params.pointer.DOM);
-      if (!hit || hit.kind !== "node") return;
-      clickCount += 1;
-      setValue({ kind: "node", id: hit.id, focus: true, nonce: clickCount });
-    });
     network.on("dragStart", function () { hideTip(); });
     setHeight(height + document.getElementById("legend").offsetHeight + 6);
   }
@@ -370,6 +364,16 @@
       network.redraw();
     }
     if (hit) showTip(hit, dom); else hideTip();
+  });
+  graphEl.addEventListener("dblclick", function (ev) {
+    if (!network) return;
+    var r = graphEl.getBoundingClientRect();
+    var hit = hitTest({ x: ev.clientX - r.left, y: ev.clientY - r.top });
+    if (!hit || hit.kind !== "node") return;
+    clickCount += 1;
+    var v = { kind: "node", id: hit.id, focus: true, nonce: clickCount };
+    window.craseGraph.clicks.push(v);
+    setValue(v);
   });
   graphEl.addEventListener("mouseleave", function () {
     hideTip();
