@@ -6,9 +6,10 @@ import pytest
 from e2e_support import CHROMIUM, CHROMIUM_ARGS, SHOTS
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """One headless chromium for the whole e2e session."""
+    """One headless chromium per test module (module scope: Playwright's sync API allows one running
+    instance per process, and other modules, e.g. test_sessions.py, start their own)."""
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
