@@ -1,13 +1,17 @@
 """``crase`` command line: ``crase query "..."``, ``crase show trace.json``.
 
 Errors a user can act on print one line on stderr and exit with status 2;
-nothing prints a traceback unless ``--debug`` is given.
+nothing prints a traceback unless ``--debug`` is given. When the reader of
+stdout goes away (``crase query … | head -1``) the command stops quietly with
+status 141 (128 + SIGPIPE), as other Unix tools do; a ``--json`` trace is
+written before anything is printed, so it is never lost that way.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -16,7 +20,7 @@ from pathlib import Path
 from . import trace as trace_io
 from .atomic import check_writable
 from .config import add_arguments, settings_from_args
-from .errors import CraseError
+from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
 from .pipeline import StageEvent, run_query
 from .redaction import install_log_filter
@@ -25,6 +29,25 @@ from .terminal import printable
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
+
+#: exit status after the reader of stdout went away (128 + SIGPIPE, what a shell shows for `yes | head -1`).
+EXIT_BROKEN_PIPE = 141
+
+
+def query_text(arg: str) -> str:
+    """The query argument as text; bytes that are not UTF-8 (kept by Python as surrogate escapes) are an
+    :class:`InputError` naming the first bad byte and its position."""
+    try:
+        arg.encode("utf-8")
+        return arg
+    except UnicodeEncodeError:
+        pass
+    raw = os.fsencode(arg)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"the query is not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
+                         "set your terminal to UTF-8 or retype the query") from None
 
 
 # ---- output -----------------------------------------------------------------------------------------
@@ -88,15 +111,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.json:
         check_writable(args.json)  # fail now, not after the whole run
+    query = query_text(args.query)
     engine = build_engine(settings.runtime)
     progress = None if args.quiet else _progress_printer(sys.stderr)
     try:
-        trace = run_query(args.query, engine, settings.pipeline, progress=progress)
+        trace = run_query(query, engine, settings.pipeline, progress=progress)
     finally:
         engine.backend.close()
+    path = trace_io.save(trace, args.json) if args.json else None  # saved first: a closed stdout cannot lose it
     print(format_trace(trace, settings.pipeline.k))
-    if args.json:
-        path = trace_io.save(trace, args.json)
+    if path is not None:
         print(f"\nTrace written to {path}")
     return 0
 
@@ -139,7 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     install_log_filter()  # no credentials in any log line, --debug included
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except CraseError as e:
         print(f"crase: error: {printable(e)}", file=sys.stderr)
         return 2
@@ -151,6 +180,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"crase: internal error ({type(e).__name__}: {printable(e)}); rerun with --debug for details", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail again on the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":
