@@ -35,19 +35,19 @@ EXIT_BROKEN_PIPE = 141
 
 
 def query_text(arg: str) -> str:
-    """The query argument as text; bytes that are not UTF-8 (kept by Python as surrogate escapes) are an
-    :class:`InputError` naming the first bad byte and its position."""
+    """The query argument as text: bytes that are not UTF-8 (kept by Python as surrogate escapes) are an
+    :class:`InputError` naming the first bad byte; terminal escape sequences and control characters are
+    removed (:func:`~crase_core.terminal.printable`), so they never become search words."""
     try:
         arg.encode("utf-8")
-        return arg
     except UnicodeEncodeError:
-        pass
-    raw = os.fsencode(arg)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"the query is not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
-                         "set your terminal to UTF-8 or retype the query") from None
+        raw = os.fsencode(arg)
+        try:
+            arg = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"the query is not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
+                             "set your terminal to UTF-8 or retype the query") from None
+    return printable(arg)
 
 
 # ---- output -----------------------------------------------------------------------------------------
