@@ -238,7 +238,7 @@ def test_settings_file_larger_than_the_cap(capsys, tmp_path, tiny_corpus_dir):
 # ---- output ---------------------------------------------------------------------------------------------
 
 def test_reader_that_goes_away_ends_the_command_quietly(tiny_corpus_dir):
-    """``crase query … | head -1``: status 141 (SIGPIPE), no error or traceback, the --json trace kept."""
+    """``crase query … | head -1``: status 141 (SIGPIPE), nothing on stderr, the --json trace kept."""
     cache = shared_tmp("pipe")
     out = cache / "run.json"
     read_end, write_end = os.pipe()
@@ -250,12 +250,12 @@ def test_reader_that_goes_away_ends_the_command_quietly(tiny_corpus_dir):
     finally:
         os.close(write_end)
     assert r.returncode == 128 + signal.SIGPIPE
-    assert not any(w in r.stderr for w in ("Broken", "Traceback", "internal error", "crase: error")), r.stderr
+    assert r.stderr == ""  # no error, no traceback, no library chatter (the corpus index was built here)
     assert trace_io.load(out).query == QUERY
     shell = subprocess.run(f"{sys.executable} -m crase_core.cli query '{QUERY}' --corpus {tiny_corpus_dir} --quiet "
                            "| head -1; exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=str(REPO),
                            env=cli_env(cache), capture_output=True, text=True, timeout=120)
-    assert shell.stdout == f"Query: {QUERY}\n" and "Error" not in shell.stderr and "internal" not in shell.stderr
+    assert shell.stdout == f"Query: {QUERY}\n" and shell.stderr == ""
     assert shell.returncode in (0, 141)  # 0 when all output fitted in the pipe before head exited
 
 
