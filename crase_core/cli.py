@@ -1,13 +1,17 @@
 """``crase`` command line: ``crase query "..."``, ``crase show trace.json``.
 
 Errors a user can act on print one line on stderr and exit with status 2;
-nothing prints a traceback unless ``--debug`` is given.
+nothing prints a traceback unless ``--debug`` is given. When the reader of
+stdout goes away (``crase query … | head -1``) the command stops quietly with
+status 141 (128 + SIGPIPE), as other Unix tools do; a ``--json`` trace is
+written before anything is printed, so it is never lost that way.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -27,6 +31,25 @@ from .terminal import printable
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
+
+#: exit status after the reader of stdout went away (128 + SIGPIPE, what a shell shows for `yes | head -1`).
+EXIT_BROKEN_PIPE = 141
+
+
+def query_text(arg: str) -> str:
+    """The query argument as text: bytes that are not UTF-8 (kept by Python as surrogate escapes) are an
+    :class:`InputError` naming the first bad byte; terminal escape sequences and control characters are
+    removed (:func:`~crase_core.terminal.printable`), so they never become search words."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(arg)
+        try:
+            arg = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"the query is not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
+                             "set your terminal to UTF-8 or retype the query") from None
+    return printable(arg)
 
 
 # ---- output -----------------------------------------------------------------------------------------
@@ -121,16 +144,17 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         check_writable(args.json)  # fail now, not after the whole run
     library = read_library(args.seed_ids, args.library)
+    query = query_text(args.query)
     engine = build_engine(settings.runtime)
     progress = None if args.quiet else _progress_printer(sys.stderr)
     seeding: SeedingStage = search_seeds if library is None else LibrarySeeding(library.entries)
     try:
-        trace = run_query(args.query, engine, settings.pipeline, progress=progress, seeding=seeding)
+        trace = run_query(query, engine, settings.pipeline, progress=progress, seeding=seeding)
     finally:
         engine.backend.close()
+    path = trace_io.save(trace, args.json) if args.json else None  # saved first: a closed stdout cannot lose it
     print(format_trace(trace, settings.pipeline.k))
-    if args.json:
-        path = trace_io.save(trace, args.json)
+    if path is not None:
         print(f"\nTrace written to {path}")
     return 0
 
@@ -190,10 +214,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.DEBUG if args.debug else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # a library that sets its own logger to DEBUG (bm25s) stays quiet
+        handler.setLevel(level)
     install_log_filter()  # no credentials in any log line, --debug included
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except CraseError as e:
         print(f"crase: error: {printable(e)}", file=sys.stderr)
         return 2
@@ -205,6 +237,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"crase: internal error ({type(e).__name__}: {printable(e)}); rerun with --debug for details", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail again on the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

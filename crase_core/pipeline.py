@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
+from . import deadline
 from .backends import ModelBackend
 from .cache import ResultCache, stable_hash
 from .component_cache import ComponentCache
@@ -45,11 +48,13 @@ MAX_QUERY_CHARS = 2000
 
 @dataclass
 class Engine:
-    """What a run talks to: a paper source, a model backend, and (optionally) the result cache."""
+    """What a run talks to: a paper source, a model backend, (optionally) the result cache, and the
+    run's overall deadline in seconds (``deadline_s``; None: none, see :mod:`crase_core.deadline`)."""
 
     source: PaperSource
     backend: ModelBackend
     cache: ResultCache | None = None
+    deadline_s: float | None = None
 
 
 @dataclass
@@ -80,6 +85,7 @@ class _Clock:
 
     @contextmanager
     def __call__(self, stage: str) -> Iterator[None]:
+        deadline.check(stage)  # no stage starts after the run's deadline
         t0 = time.perf_counter()
         yield
         self.timings[stage] = time.perf_counter() - t0
@@ -110,6 +116,30 @@ def clean_query(query: str | None) -> str:
     return q
 
 
+_Run = TypeVar("_Run", bound=Callable[..., Any])
+
+
+def _with_deadline(run: _Run) -> _Run:
+    """Run ``run(query, engine, …)`` under ``engine.deadline_s``, checked before every stage and at
+    every progress event (between batches); past it, :class:`~crase_core.deadline.DeadlineExceeded`."""
+    @functools.wraps(run)
+    def bounded(query: str, engine: Engine, *args: Any, progress: ProgressFn | None = None, **kw: Any) -> Any:
+        with deadline.running(engine.deadline_s) as current:
+            if current is not None:
+                progress = _watched(current, progress)
+            return run(query, engine, *args, progress=progress, **kw)
+    return cast(_Run, bounded)
+
+
+def _watched(current: deadline.Deadline, progress: ProgressFn | None) -> ProgressFn:
+    def watched(event: StageEvent) -> None:
+        current.check(event.stage)
+        if progress is not None:
+            progress(event)
+    return watched
+
+
+@_with_deadline
 def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = None, *,
                 progress: ProgressFn | None = None, now: _dt.datetime | None = None,
                 seeding: SeedingStage = search_seeds) -> GraphBuild:
@@ -143,6 +173,7 @@ def estimate_budget(query: str, engine: Engine, settings: PipelineSettings | Non
     return build_graph(query, engine, settings).budget
 
 
+@_with_deadline
 def run_query(
     query: str,
     engine: Engine,
