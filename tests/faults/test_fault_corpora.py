@@ -117,8 +117,6 @@ def test_blank_lines_and_crlf_give_the_same_answer(capsys, tmp_path, clean_ranke
     _same_list(r.out, clean_ranked)
 
 
-@pytest.mark.xfail(strict=True, reason="corpus._lines decodes line 1 as 'utf-8', not 'utf-8-sig' (reported to the "
-                                       "lead: corpus.py is outside F1's files)")
 def test_byte_order_mark_is_accepted(capsys, tmp_path, clean_ranked):
     d = write_corpus(tmp_path / "c")
     for name in ("papers.jsonl", "citations.tsv"):
