@@ -234,6 +234,7 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
                 need.append(n)
         if not chosen:
             break
+        calls_at_start = meter.calls
         if need:
             for start in range(0, len(need), BATCH):
                 todo_papers = [papers[n] for n in need[start: start + BATCH]]
@@ -255,7 +256,6 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
             why.setdefault(e, "cached model answer (free)")
         ready = [e for e in ready if e not in model_mats and e not in mat_failed]
         n_ok = meter.admit([_estimate(components, "matrix", 16)] * len(ready))
-        before = meter.calls
         for start in range(0, min(n_ok, len(ready)), BATCH):
             edge_batch = ready[start: min(start + BATCH, n_ok)]
             for e, em in zip(edge_batch, components.score(model_claims, edge_batch), strict=True):
@@ -269,14 +269,15 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
                 else:
                     model_mats[e] = em
             emit(progress, "entailment", len(model_mats), len(edges), "model matrices")
-        if not need and meter.calls == before:
-            break  # nothing could be asked: the budget is spent
+        if meter.calls == calls_at_start:
+            break  # the meter refused every call of this round: the budget is spent
     refresh_offline()
 
     scorers: dict[Edge, tuple[str, str]] = {}
     for e in edges:
         rank_reason = priority_of.get(e)
-        picked = f"priority #{rank_reason[0]}: {rank_reason[1]}" if rank_reason else ""
+        picked = "" if not rank_reason else (f"priority #{rank_reason[0]}: {rank_reason[1]}" if limited
+                                             else rank_reason[1])
         if e in model_mats:
             scorers[e] = (MODEL, why.get(e) or picked or "asked")
         elif e in mat_failed:
