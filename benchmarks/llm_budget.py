@@ -86,10 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--budgets", default="50,200,1000")
+    ap.add_argument("--prompt-designs", action="store_true", help="only measure the tokens of prompt designs")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
                     help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
     args = ap.parse_args(argv)
+    if args.prompt_designs:
+        prompt_designs()
+        return 0
 
     source = local_source(RuntimeConfig())
     stats = TermStats.from_index(source.text_index)
@@ -157,6 +161,74 @@ def print_tables(rows: list[dict[str, Any]]) -> None:
             print(f"| {label} | {med('calls'):,.0f} | {med('prompt'):,.0f} | {med('completion'):,.0f} | {tokens:,.0f} | "
                   f"{med('model_edges'):,.0f} of {med('edges'):,.0f} | {med('pipeline_s'):.1f} | {med('model_s'):,.0f} | "
                   f"{statistics.mean(ov):.3f} [{min(ov):.1f}] | {statistics.mean(tau):.3f} [{min(tau):.2f}] |")
+
+
+
+def prompt_designs(query: str = "black hole entropy from string microstates") -> None:
+    """Tokens per edge decision of three entailment prompt designs on one default query's graph (offline
+    claims as the claim sets), counted with SmolLM2's tokenizer when llama-cpp-python is installed
+    (else characters/4). Every design returns the full n_u × n_v matrix of every edge.
+
+    * per-edge (shipped ``entail-v1``): one call per edge, both claim lists with their [TYPE] tags;
+    * grouped: one call per citing paper listing its claims once and each cited paper's claims as a
+      block B<k>; the answer is one matrix per block;
+    * grouped + compact: as grouped, without the [TYPE] tags and with the claims cut to 25 words.
+    """
+    from crase_core.backends import offline_backend as _offline
+    from crase_core.llm.components import format_claims
+    from crase_core.llm.prompts import load_prompt
+    from crase_core.pipeline import build_graph
+
+    source = local_source(RuntimeConfig())
+    engine = Engine(source, _offline(TermStats.from_index(source.text_index)), None)
+    build = build_graph(query, engine, PipelineSettings())
+    papers, edges = build.expansion.papers, build.expansion.graph.edges
+    claims = {cs.paper_id: cs.claims for cs in engine.backend.extractor.extract_many(list(papers.values()))}
+    try:
+        import llama_cpp
+
+        from crase_core.llm.localserver import find_smollm2_gguf
+        vocab = llama_cpp.Llama(str(find_smollm2_gguf()), vocab_only=True, verbose=False)
+
+        def count(text: str) -> int:
+            return len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
+        how = "SmolLM2 tokenizer"
+    except Exception:  # noqa: BLE001 - any failure: fall back to the character estimate
+        def count(text: str) -> int:
+            return len(text) // 4
+        how = "characters/4"
+    t = load_prompt("entailment")
+    system = count(t.system)
+    per_edge = prompt = completion = 0
+    for u, v in edges:
+        msgs = t.render(claims_a=format_claims(claims[u], "A"), claims_b=format_claims(claims[v], "B"),
+                        n_u=len(claims[u]), n_v=len(claims[v]))
+        prompt += sum(count(m["content"]) for m in msgs)
+        completion += 6 * len(claims[u]) * len(claims[v]) + 6
+        per_edge += 1
+
+    def compact(cs: list[Any]) -> str:
+        return "\n".join(f"{i}. {' '.join(c.text.split()[:25])}" for i, c in enumerate(cs, 1))
+
+    by_citing: dict[str, list[str]] = {}
+    for u, v in edges:
+        by_citing.setdefault(u, []).append(v)
+    grouped = {"grouped": [0, 0, 0], "grouped + compact": [0, 0, 0]}
+    for u, cited in by_citing.items():
+        for name in grouped:
+            fmt = compact if "compact" in name else (lambda cs: format_claims(cs, "A"))
+            user = "<claims_a>\n" + fmt(claims[u]) + "\n</claims_a>\n" + "\n".join(
+                f"<paper_b{k}>\n{fmt(claims[v])}\n</paper_b{k}>" for k, v in enumerate(cited, 1))
+            grouped[name][0] += 1
+            grouped[name][1] += system + count(user) + 40
+            grouped[name][2] += sum(6 * len(claims[u]) * len(claims[v]) + 10 for v in cited)
+    n = len(edges)
+    print(f"\nPrompt designs on one default query ({n:,} edges, {len(by_citing):,} citing papers; {how}):")
+    print("| design | calls | prompt tokens | completion tokens | tokens per edge decision |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| per-edge (entail-v1) | {per_edge:,} | {prompt:,} | {completion:,} | {(prompt + completion) / n:.0f} |")
+    for name, (calls, p, c) in grouped.items():
+        print(f"| {name} | {calls:,} | {p:,} | {c:,} | {(p + c) / n:.0f} |")
 
 
 if __name__ == "__main__":

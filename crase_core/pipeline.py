@@ -200,7 +200,7 @@ def run_query(
     if components.fallback is not None:
         with clock("entailment"):
             scored = cascade(build.expansion, build.cached, components, settings, build.seeding.seeds,
-                             build.seeding.query_hits, build.reference_year, progress)
+                             build.seeding.query_hits, build.reference_year, progress, build.budget)
     else:
         with clock("claims"):
             claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)

@@ -64,7 +64,7 @@ class ModelServer:
 
 def answer(messages: list[dict[str, str]]) -> str:
     """A usable answer to the pipeline's prompt in ``messages`` (deterministic)."""
-    system, user = messages[0]["content"], messages[1]["content"]
+    user = messages[1]["content"]
     if "<query>" in user:
         q = re.search(r"<query>\s*(.*?)\s*</query>", user, re.S)
         words = (q.group(1) if q else "query").split()

@@ -65,6 +65,21 @@ def estimate_spend(budget: Budget, todo: dict[str, int], limit_calls: int | None
                                + completion / TOKENS_PER_SECOND[1], 1)
 
 
+def describe_budget(b: Budget) -> str:
+    """One line for a person deciding whether to run: the limit, what it allows, estimated tokens and time."""
+    exact = f"1 + |V| + |E| = {b.total:,} model items, {b.cached:,} cached, {b.to_call:,} to ask"
+    if b.limit_calls is None and b.limit_tokens is None:
+        head = f"model budget: no limit; {exact}"
+    else:
+        limits = " and ".join(x for x in (f"{b.limit_calls:,} calls" if b.limit_calls is not None else "",
+                                          f"{b.limit_tokens:,} tokens" if b.limit_tokens is not None else "") if x)
+        head = f"model budget: {limits}; {exact}; the model is asked ≤ {b.planned_calls:,}, the offline " \
+               "components decide the rest"
+    return (f"{head}; estimated {b.est_prompt_tokens + b.est_completion_tokens:,} tokens, "
+            f"≈ {b.est_seconds:,.0f} s at {TOKENS_PER_SECOND[0]:,.0f}/{TOKENS_PER_SECOND[1]:,.0f} "
+            "prompt/completion tokens per second")
+
+
 @dataclass
 class CachedWork:
     """What the cache holds for this graph before scoring: claim sets by paper, matrices by edge."""

@@ -13,7 +13,7 @@ from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
 from ..records import Budget, ClaimSet, EdgeMatrix, EdgeRecord, RankedPaper, SearchHit, Seed
 from ..settings import PipelineSettings
 from ..spend import is_budget_failure
-from .budget import CachedWork, item_tokens
+from .budget import CachedWork, describe_budget, item_tokens
 from .expansion import Expansion
 from .progress import ProgressFn, emit
 
@@ -139,7 +139,7 @@ def _estimate(components: ComponentCache, kind: str, size: int = 0) -> int:
 
 def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache, settings: PipelineSettings,
             seeds: Sequence[Seed], query_hits: Sequence[SearchHit], reference_year: int,
-            progress: ProgressFn | None = None) -> Scored:
+            progress: ProgressFn | None = None, budget: Budget | None = None) -> Scored:
     """Stage 2b with a paid model and its offline fallback, inside the run's budget.
 
     The offline extractor and scorer decide every paper and edge first. Then, in rounds, the graph
@@ -190,7 +190,10 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
     def matrices() -> dict[Edge, EdgeMatrix]:
         return {e: model_mats.get(e) or offline_mats[e] for e in edges}
 
-    emit(progress, "claims", 0, len(nodes), f"{len(model_claims)} model claim sets cached; offline claims for all")
+    if budget is not None:  # shown before any model call (the CLI prints events with done == total)
+        emit(progress, "claims", 0, 0, describe_budget(budget), budget)
+    emit(progress, "claims", 0, len(nodes), f"{len(model_claims)} model claim sets cached; offline claims for all",
+         budget)
     limited = meter.limited
     priority_of: dict[Edge, tuple[int, str]] = {}
     while True:
