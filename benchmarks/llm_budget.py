@@ -5,8 +5,8 @@
 For the first ``--n`` dev questions (hepth_litsearch_dev) and ``--n`` citation queries (hepth_refs_dev,
 leakage-free), runs the default pipeline on the embedded corpus with a deterministic fake model
 (``tests/fake_model.py``: the offline scores shifted per cell by a fixed hash, so it disagrees with the
-offline scorer near θ) behind the cascade, at each budget, at the default budget (calls and tokens) and
-unlimited, and reports per budget: model calls, prompt and completion tokens, edges the model decided,
+offline scorer near θ) behind the cascade, at each budget, at the default budget (calls and tokens),
+unlimited, and with no model at all (the offline backend), and reports per budget: model calls, prompt and completion tokens, edges the model decided,
 the pipeline's measured wall time, the model time under a latency model (below), and how close the
 budgeted ranking is to the unlimited one (top-10 overlap, Kendall τ-b over the unlimited top 50).
 
@@ -30,6 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from fake_model import FakeModel, fake_backend  # noqa: E402
 from scipy.stats import kendalltau  # noqa: E402
 
+from crase_core.backends import offline_backend  # noqa: E402
 from crase_core.evaluation.benchmark import leakage_filter, load_benchmark  # noqa: E402
 from crase_core.pipeline import Engine, run_query  # noqa: E402
 from crase_core.records import Usage  # noqa: E402
@@ -108,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         src = source.restricted(filt) if filt is not None and filt.active else source
         runs: dict[str, dict[str, Any]] = {}
         ref: list[str] = []
-        for label, calls, tokens in [("unlimited", 0, 0), *budgets]:
+        for label, calls, tokens in [("unlimited", 0, 0), ("no model (offline only)", -1, 0), *budgets]:
             backend, _ = fake_backend(stats)
             model = TimedFake(stats)
             backend.planner = backend.extractor = backend.scorer = model
+            if calls < 0:  # the offline backend: the keyword plan (the fake model's too), no model at all
+                backend, calls = offline_backend(stats), 0
             settings = PipelineSettings(llm_budget=calls, llm_token_budget=tokens)
             t0 = time.perf_counter()
             trace = run_query(q.query, Engine(src, backend, None), settings)
@@ -121,13 +124,15 @@ def main(argv: list[str] | None = None) -> int:
             if label == "unlimited":
                 ref = ranking
             overlap, tau = closeness(ranking, ref)
-            runs[label] = {"calls": c.model_calls, "prompt": c.prompt_tokens, "completion": c.completion_tokens,
+            runs[label] = {"calls": c.model_calls if backend.fallback is not None else 0, "prompt": c.prompt_tokens, "completion": c.completion_tokens,
                            "edges": len(trace.edges), "model_edges": c.model_edges, "nodes": len(trace.nodes),
                            "pipeline_s": wall, "model_s": model.seconds / IN_FLIGHT, "overlap10": overlap,
                            "tau50": tau, "limit_calls": calls or None, "limit_tokens": tokens or None,
                            "est_calls": trace.budget.planned_calls,
                            "est_tokens": trace.budget.est_prompt_tokens + trace.budget.est_completion_tokens}
             assert not calls or c.model_calls <= calls, (label, c.model_calls)
+            if backend.fallback is None:
+                c.prompt_tokens = c.completion_tokens = 0  # the offline backend's "calls" cost nothing
             assert not tokens or c.prompt_tokens + c.completion_tokens <= tokens, (label, c.prompt_tokens)
         rows.append({"kind": kind, "qid": q.qid, "runs": runs})
         u = runs["unlimited"]
