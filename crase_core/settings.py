@@ -134,7 +134,7 @@ class PipelineSettings:
     )
     retry_failures: bool = knob(
         False, "Ask the model again about items whose cached answer was unusable (cached failures also "
-        "expire after a day).", label="Retry cached model failures",
+        "expire after a day).", label="Retry cached model failures", form=False,
     )
     preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
                        "seed restarts, α = 0.15, no text candidates). Explicit values override it.",
