@@ -23,6 +23,7 @@ from .backends import ModelBackend
 from .cache import ResultCache, stable_hash
 from .component_cache import ComponentCache
 from .errors import InputError
+from .library import mark_in_library
 from .records import Budget, PlanResult
 from .settings import PipelineSettings
 from .sources.base import PaperSource
@@ -241,7 +242,13 @@ def run_query(
         warnings=build.warnings + scored.warnings + ranked.warnings,
         source_stats={k: round(v - stats_before.get(k, 0), 3) for k, v in source_stats(source).items()},
         created_at=now.isoformat(timespec="seconds"),
+        coverage=build.seeding.coverage,
+        library=build.seeding.library,
     )
-    trace.run_id = stable_hash([trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
-                                trace.backend, trace.reference_year])[:16]
+    identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
+                              trace.backend, trace.reference_year]
+    if trace.library is not None:  # the user's papers are part of what the run is (ids unchanged without them)
+        mark_in_library(trace.library.found_ids, trace.nodes, trace.results)
+        identity.append(sorted(i.given for i in trace.library.items))
+    trace.run_id = stable_hash(identity)[:16]
     return trace

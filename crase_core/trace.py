@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from . import atomic
+from .cost_report import uses_model
 from .errors import TraceError
 from .records import (
     Budget,
@@ -25,12 +26,14 @@ from .records import (
     EdgeRecord,
     NodeRecord,
     PlanResult,
+    QueryCoverage,
     RankedPaper,
     RankingResult,
     SearchHit,
     Seed,
     SubQueryResult,
     Truncation,
+    UserLibrary,
 )
 from .settings import PipelineSettings
 
@@ -66,6 +69,8 @@ class RunTrace:
     query_hits: list[SearchHit] = field(default_factory=list)  # the full-query search (query restart, text candidates)
     created_at: str = ""
     run_id: str = ""
+    coverage: QueryCoverage | None = None  # how much the corpus has on the query (weak-match notice)
+    library: UserLibrary | None = None  # the user's own papers, when the run was given them
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
@@ -80,6 +85,11 @@ class RunTrace:
             if e.citing == citing and e.cited == cited:
                 return e
         raise KeyError((citing, cited))
+
+    @property
+    def model_ran(self) -> bool:
+        """Whether a model did the plan/claims/scoring work (False for the offline backend's lexical parts)."""
+        return uses_model(self.backend)
 
     def stage_counts(self) -> dict[str, int]:
         kept_nodes = sum(1 for n in self.nodes if n.kept)
