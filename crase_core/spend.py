@@ -151,6 +151,14 @@ class MeteredUsage(Usage):
         self._reported = (self._reported or 0) + value - self._completion
         self._completion = value
 
+    def precheck(self) -> None:
+        """Raise :class:`BudgetSpent` now when the next attempt would be refused (before any slot is taken)."""
+        m = self._meter
+        if (m.max_calls is not None and m.calls >= m.max_calls) or (
+                m.max_tokens is not None and m.tokens + m.reserved + self.bound > m.max_tokens):
+            self._close()
+            m._take(self.bound)  # raises, and counts the refusal
+
     def settle(self) -> None:
         """Replace the last attempt's reservation by its reported tokens (or keep it when none came)."""
         self._close()

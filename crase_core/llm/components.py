@@ -87,6 +87,7 @@ class _ModelComponent:
         for attempt in range(tries):
             if isinstance(usage, MeteredUsage):
                 usage.bound = token_bound(conversation, TOKENS[self.prompt_name])
+                usage.precheck()  # refuse before the client takes a concurrency slot
             answer = await self.endpoint.complete(client, conversation, name=self.prompt_name, schema=schema,
                                                   max_tokens=TOKENS[self.prompt_name], usage=usage)
             try:
