@@ -23,7 +23,7 @@ from .config import add_arguments, settings_from_args
 from .cost_report import budget_summary, cost_summary
 from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
-from .pipeline import StageEvent, run_query
+from .pipeline import StageEvent, model_mostly_failed, run_query
 from .redaction import install_log_filter
 from .runtime import build_engine
 from .stages.seeding import LibrarySeeding, SeedingStage, search_seeds
@@ -156,6 +156,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     print(format_trace(trace, settings.pipeline.k))
     if path is not None:
         print(f"\nTrace written to {path}")
+    if model_mostly_failed(trace):
+        print("crase: most model answers were unusable (see the notes above); fix the endpoint and rerun with "
+              "--retry-failures", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -183,6 +183,8 @@ class EdgeRecord:
     cached: bool = False
     contexts: list[str] = field(default_factory=list)  # citing sentences, where the source has them
     intents: list[str] = field(default_factory=list)
+    scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
+    scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
 
 
 @dataclass
@@ -234,7 +236,12 @@ class Truncation:
 
 @dataclass
 class Budget:
-    """Model invocations 1 + |V| + |E| (paper App. A), known before any scoring."""
+    """Model invocations 1 + |V| + |E| (paper App. A), known before any scoring, and the run's limit.
+
+    ``limit_calls`` / ``limit_tokens``: the per-query model budget (None: no limit); ``planned_calls``
+    = min(to_call, limit): the model items the run will ask at most, with their estimated tokens and
+    time. What the run spent is in :class:`Counters` (``model_calls`` counts every HTTP attempt).
+    """
 
     total: int
     plan_calls: int
@@ -242,6 +249,12 @@ class Budget:
     entailment_calls: int
     cached: int
     to_call: int
+    limit_calls: int | None = None
+    limit_tokens: int | None = None
+    planned_calls: int = 0
+    est_prompt_tokens: int = 0
+    est_completion_tokens: int = 0
+    est_seconds: float = 0.0
 
 
 @dataclass
@@ -257,6 +270,10 @@ class Counters:
     search_calls: int = 0
     failures: int = 0
     repairs: int = 0
+    model_items: int = 0  # model items (plan excluded) this run asked, cached ones excluded
+    model_failed: int = 0  # of them unusable: decided offline (cascade) or left without a decision
+    model_edges: int = 0  # edges whose decision is the model's (cached answers included)
+    budget_refused: int = 0  # HTTP attempts the per-query budget refused
 
 
 @dataclass

@@ -92,7 +92,7 @@ SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": 
 def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
     from .llm.backend import openai_backend  # imported on use: the offline default never loads the client
 
-    return openai_backend(config.llm)
+    return openai_backend(config.llm, fallback=_offline(config, source))  # the cascade's offline decisions
 
 
 BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend]] = {

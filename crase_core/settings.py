@@ -27,6 +27,11 @@ RESTART_MODES: dict[str, str] = {
     "relevance": "kept seeds ∝ 1/best search rank",
 }
 
+#: model calls per query by default (cached answers are free); see docs/llm_backend.md for the measurements.
+DEFAULT_LLM_BUDGET = 200
+#: tokens per query by default: below half the Crase paper's 235 K per query (issue 12's target ≤ 117 K).
+DEFAULT_LLM_TOKEN_BUDGET = 100_000
+
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -113,6 +118,23 @@ class PipelineSettings:
     max_model_calls: int | None = knob(
         None, "Refuse to run when the uncached model calls would exceed this; None: no cap.",
         label="Model-call cap (0 = none)", minimum=0, none_as=0, step=1000, form_max=10_000_000,
+    )
+    llm_budget: int | None = knob(
+        DEFAULT_LLM_BUDGET,
+        "Model calls one query may make at most (every HTTP attempt, retries included; cached answers are "
+        "free). The offline components decide everything; the model is asked about the items that matter "
+        "most for the ranked list first (docs/llm_backend.md). Applies to model backends; 0 = no limit.",
+        label="Model budget: calls (0 = no limit)", minimum=0, none_as=0, step=50, form_max=100_000,
+    )
+    llm_token_budget: int | None = knob(
+        DEFAULT_LLM_TOKEN_BUDGET,
+        "Prompt + completion tokens one query may spend at most (with --llm-budget: whichever is reached "
+        "first; reserved per call as an upper bound, so it is never exceeded). 0 = no limit.",
+        label="Model budget: tokens (0 = no limit)", minimum=0, none_as=0, step=10_000, form_max=100_000_000,
+    )
+    retry_failures: bool = knob(
+        False, "Ask the model again about items whose cached answer was unusable (cached failures also "
+        "expire after a day).", label="Retry cached model failures", form=False,
     )
     preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
                        "seed restarts, α = 0.15, no text candidates). Explicit values override it.",
