@@ -27,13 +27,20 @@ RESTART_MODES: dict[str, str] = {
     "relevance": "kept seeds ∝ 1/best search rank",
 }
 
+#: how stage 3 combines the walk's score with the full-query text score (``fusion``).
+FUSION_MODES: dict[str, str] = {
+    "none": "the walk's score alone (the paper's ranking)",
+    "linear": "(1−λ)·walk/max walk + λ·text/max text",
+    "rrf": "weighted reciprocal-rank fusion (1−λ)/(k + walk rank) + λ/(k + text rank)",
+}
+
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query),
     # seed restarts and no text-only candidates
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
-              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0},
+              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none"},
 }
 
 
@@ -95,6 +102,18 @@ class PipelineSettings:
         "ranking as text-only candidates (no edges; scored by their restart mass). 0 turns this off.",
         label="Text candidates", minimum=0, maximum=1000, form_max=100,
     )
+    fusion: str = knob(
+        "none",
+        "How the final ranking combines the walk's score with the full-query search score: none (walk "
+        "alone), linear (score interpolation) or rrf (reciprocal-rank fusion); λ = fusion_weight.",
+        label="Fusion with the text score", choices=lambda: tuple(FUSION_MODES),
+    )
+    fusion_weight: float = knob(0.5, "λ: weight of the text score in the fusion (0 = walk only, 1 = text only).",
+                                label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
+                                when=When("fusion", ("linear", "rrf")))
+    rrf_k: float = knob(60.0, "k of reciprocal-rank fusion: 1/(k + rank); larger k flattens the rank weights.",
+                        label="RRF k", minimum=0.0, maximum=10_000.0, step=5.0, form_max=200.0,
+                        when=When("fusion", ("rrf",)))
     tol: float = knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.", minimum=0.0,
                       min_open=True, maximum=1.0, form=False, when=_ranker_knob("tol"))
     max_iter: int = knob(1000, "Power-iteration cap.", minimum=1, maximum=1_000_000, form=False,
