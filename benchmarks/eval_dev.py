@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from crase_core.evaluation.benchmark import load_benchmark
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summarize
@@ -24,25 +24,37 @@ from crase_core.settings import PipelineSettings
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
 
-#: run name → (method, pipeline settings, what it shows). ``crase`` is the default every ablation is paired with.
-RUNS: dict[str, tuple[str, dict[str, Any], str]] = {
-    "crase": ("crase", {}, "the default configuration"),
-    "bm25": ("bm25", {}, "BM25 on the query alone"),
-    "dense": ("dense", {}, "all-MiniLM-L6-v2 over the whole visible corpus"),
-    "seeds": ("seeds", {}, "the seed set alone, by best search rank"),
-    "ppr-unpruned": ("ppr-unpruned", {}, "1.5-hop PPR, unpruned, uniform weights, seed restart, α 0.15"),
-    "citations": ("citations", {}, "in-degree inside the graph"),
-    "recency": ("recency", {}, "newest first"),
-    "paper": ("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
+
+
+class Run(NamedTuple):
+    method: str
+    overrides: dict[str, Any]
+    what: str
+    variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
+
+
+#: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
+RUNS: dict[str, Run] = {
+    "crase": Run("crase", {}, "the default configuration"),
+    "bm25": Run("bm25", {}, "BM25 on the query alone"),
+    "dense": Run("dense", {}, "all-MiniLM-L6-v2 over the whole visible corpus"),
+    "seeds": Run("seeds", {}, "the seed set alone, by best search rank"),
+    "ppr-unpruned": Run("ppr-unpruned", {}, "1.5-hop PPR, unpruned, uniform weights, seed restart, α 0.15"),
+    "citations": Run("citations", {}, "in-degree inside the graph"),
+    "recency": Run("recency", {}, "newest first"),
+    "paper": Run("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
     # ablations: only the named part changes
-    "no-planning": ("crase", {"L": 1}, "planning off: one sub-query (the question's rarest content words)"),
-    "no-pruning": ("crase", {"theta": 0.0}, "pruning off: θ = 0 keeps every edge with Δ = 1"),
-    "tau-0.4": ("crase", {"tau": 0.4}, "stricter pruning: τ = 0.4"),
-    "theta-0.85": ("crase", {"theta": 0.85}, "stricter support: θ = 0.85"),
-    "no-recency-weight": ("crase", {"beta": 0.0}, "recency weighting off: β = 0"),
-    "beta-1": ("crase", {"beta": 1.0}, "stronger recency weighting: β = 1"),
-    "no-fusion": ("crase", {"fusion": "none"}, "the walk's score alone (no fusion with the text score)"),
-    "gamma-3": ("crase", {"query_power": 3.0}, "the previous query-restart exponent γ = 3"),
+    "no-planning": Run("crase", {"L": 1}, "planning off: one sub-query (the question's rarest content words)"),
+    "no-pruning": Run("crase", {"theta": 0.0}, "pruning off: θ = 0 keeps every edge with Δ = 1"),
+    "tau-0.4": Run("crase", {"tau": 0.4}, "stricter pruning: τ = 0.4"),
+    "theta-0.85": Run("crase", {"theta": 0.85}, "stricter support: θ = 0.85"),
+    "no-recency-weight": Run("crase", {"beta": 0.0}, "recency weighting off: β = 0"),
+    "beta-1": Run("crase", {"beta": 1.0}, "stronger recency weighting: β = 1"),
+    "no-fusion": Run("crase", {"fusion": "none"}, "the walk's score alone (no fusion with the text score)"),
+    "gamma-3": Run("crase", {"query_power": 3.0}, "the previous query-restart exponent γ = 3"),
+    "relevance-seeds": Run("crase", {}, "seed selection without recency: top m by relevance", "relevance-seeds"),
+    "phrase-planner": Run("crase", {}, "the corpus-aware phrase planner instead of the keyword planner",
+                          "phrase-planner"),
 }
 DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",
                 "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
@@ -73,7 +85,7 @@ def main() -> None:
         runs: list[RunSummary] = []
         rows_of: dict[str, list[dict[str, Any]]] = {}
         for name in names:
-            method, overrides, _ = RUNS[name]
+            run = RUNS[name]
             folder = Path(args.out) / bench / name
             if args.report_only:
                 rows = read_rows(folder / "per_query.jsonl")
@@ -81,8 +93,9 @@ def main() -> None:
                     continue
                 summary = summarize(rows)
             else:
-                job = EvalJob(bench=str(bench_file), out=str(folder), method=method,
-                              settings=settings_of(overrides), workers=args.workers, limit=args.limit)
+                job = EvalJob(bench=str(bench_file), out=str(folder), method=run.method,
+                              settings=settings_of(run.overrides), workers=args.workers, limit=args.limit,
+                              variant=run.variant)
                 summary = run_eval(job)
                 rows = read_rows(folder / "per_query.jsonl")
                 write_report(folder, [RunSummary(name, summary, str(folder))], title=f"{bench}: {name}")
@@ -94,7 +107,7 @@ def main() -> None:
             others = [(n, rows_of[n]) for n in rows_of if n != "crase"]
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
-        sections.append(("What each run is", "\n".join(f"- `{n}`: {RUNS[n][2]}" for n in rows_of)))
+        sections.append(("What each run is", "\n".join(f"- `{n}`: {RUNS[n].what}" for n in rows_of)))
         write_report(Path(args.out) / bench, runs, title=f"{bench}: Crase, baselines and ablations",
                      sections=sections)
         (Path(args.out) / bench / "summary.json").write_text(

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..cache import stable_hash
 from ..errors import CraseError, InputError
-from ..runtime import RuntimeConfig, build_engine
+from ..runtime import RuntimeConfig, build_engine, local_source
 from ..settings import PipelineSettings
 from .benchmark import BenchQuery, leakage_filter, load_benchmark
 from .methods import METHODS, run_method
@@ -54,6 +54,7 @@ class EvalJob:
     workers: int = 1
     limit: int | None = None
     retry_errors: bool = False
+    variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
 
     def fingerprint(self, queries: list[BenchQuery]) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class EvalJob:
             "runtime": self.runtime.describe(),
             "age_reference": self.age_reference,
             "corrupt_seeds": self.corrupt_seeds,
+            **({"variant": self.variant} if self.variant else {}),
         }
 
 
@@ -85,7 +87,12 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
 
             out = corrupted_run(q, engine, settings, job.corrupt_seeds)
         else:
-            out = run_method(job.method, q, engine, settings, dense=dense)
+            kw: dict[str, Any] = {}
+            if job.variant:
+                from .variants import apply_variant
+
+                engine, kw["seeding"] = apply_variant(job.variant, engine, local_source(job.runtime))
+            out = run_method(job.method, q, engine, settings, dense=dense, **kw)
         ranked = out.ranked[: settings.k]
         stats = dict(out.stats)
     except CraseError as e:

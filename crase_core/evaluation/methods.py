@@ -33,6 +33,7 @@ from ..pipeline import Engine, run_query
 from ..ranking import PersonalizedPageRank, WeightedGraph, top_k
 from ..seeds import recency_key
 from ..settings import PRESETS, PipelineSettings
+from ..stages.seeding import SeedingStage, search_seeds
 from ..trace import RunTrace
 from .benchmark import BenchQuery
 
@@ -118,8 +119,9 @@ def hub_degree(engine: Engine, ids: list[str]) -> float | None:
 
 
 def run_method(method: str, q: BenchQuery, engine: Engine, settings: PipelineSettings,
-               dense: Any = None) -> MethodOutput:
-    """Answer ``q`` with ``method`` (see the module docstring); ``dense`` is a DenseIndex for ``dense``."""
+               dense: Any = None, seeding: SeedingStage = search_seeds) -> MethodOutput:
+    """Answer ``q`` with ``method`` (see the module docstring); ``dense`` is a DenseIndex for ``dense``;
+    ``seeding`` replaces stage 1's seed search for the graph methods (see :mod:`.variants`)."""
     t0 = time.perf_counter()
     k = settings.k
     if method == "bm25":
@@ -132,7 +134,7 @@ def run_method(method: str, q: BenchQuery, engine: Engine, settings: PipelineSet
     elif method in GRAPH_METHODS:
         if method != "crase":  # the baselines rank the paper's pool S ∪ N(S): no text candidates
             settings = settings.replace(text_candidates=0, personalization="uniform")
-        trace = run_query(q.query, engine, settings)
+        trace = run_query(q.query, engine, settings, seeding=seeding)
         if method == "crase":
             ranked = [r.paper_id for r in trace.results]
         elif method == "seeds":
