@@ -103,6 +103,7 @@ def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Seq
     * ``linear``: (1−λ)·π(v)/max π + λ·t(v)/max t, t the full-query search score (0 when not a hit);
     * ``rrf`` (weighted reciprocal-rank fusion): (1−λ)/(k + r_π(v)) + λ/(k + r_t(v)), r the 1-based rank
       in each list, k = ``rrf_k``; a paper the text search did not return has no text term.
+    (:func:`final_scores` also offers ``restart``: ``linear`` with t^γ, the query restart's shape.)
     Pure; returns a new dict over the keys of ``walk``.
     """
     if mode == "none" or not walk:
@@ -124,8 +125,12 @@ def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: S
     if settings.fusion == "none":
         return dict(walk)
     order = [s.paper_id for s in seeds] + list(rank_ids)
-    return fuse_scores(walk, text_relevance(rank_ids, query_hits), order, settings.fusion,
-                       settings.fusion_weight, settings.rrf_k)
+    text = text_relevance(rank_ids, query_hits)
+    mode, weight = settings.fusion, settings.fusion_weight
+    if mode == "restart":  # linear fusion with the query restart's own shape, text^γ (see FUSION_MODES)
+        text = {n: x ** settings.query_power for n, x in text.items()}
+        mode = "linear"
+    return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
 
 
 def run_ranker(ranker: str, graph: WeightedGraph, p: Mapping[str, float], settings: PipelineSettings) -> RankingResult:
