@@ -20,6 +20,7 @@ from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
+    current_trace,
     downloads,
     get_engine,
     guarded,
@@ -27,6 +28,8 @@ from pages._shared import (
     page_header,
     run_caption,
     run_store,
+    trace_notice,
+    trace_problem,
 )
 
 log = logging.getLogger("crase.app")
@@ -115,6 +118,20 @@ def run_summary(trace) -> None:
         st.warning(md_escape(w))
 
 
+def save_and_open(trace) -> None:
+    """Save a finished run and open it; an identical saved run (same request, same result) is reopened instead."""
+    saved = guarded(lambda: run_store().save(trace, reuse=True), "The run finished but could not be saved")
+    if saved is None:
+        open_trace(trace, "")
+    elif saved.existed:
+        when = saved.trace.created_at.replace("T", " ")[:19] or "earlier"
+        open_trace(saved.trace, saved.name,
+                   notice=f"Same query, settings, source and backend as the run saved at {when}, with the same "
+                   "results: that saved run is reopened (no copy was saved).")
+    else:
+        open_trace(saved.trace, saved.name)
+
+
 def search_page() -> None:
     page_header("Crase Explorer", "Auditable literature search: seeds → citation graph → claim-level entailment "
                 "pruning → recency-aware ranking. Every step can be opened and checked.")
@@ -179,13 +196,15 @@ def search_page() -> None:
                     status.update(label=f"Done in {elapsed:.1f} s — {len(trace.results)} papers", state="complete",
                                   expanded=False)
             if trace is not None:
-                name = guarded(lambda: run_store().save(trace), "The run finished but could not be saved")
-                open_trace(trace, name or "")
+                save_and_open(trace)
     trace = st.session_state.get("trace")
-    if trace is None:
+    if trace is None or trace_problem(trace) is not None:
+        if trace is not None:
+            current_trace()  # says why the open run cannot be shown
         return
     st.divider()
     st.subheader("Results")
+    trace_notice()
     run_caption(trace)
     run_summary(trace)
     with st.expander("Download", expanded=False):

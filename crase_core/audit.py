@@ -231,6 +231,19 @@ class AuditStore:
             except sqlite3.DatabaseError as e2:
                 raise InputError(f"cannot open the audit store {self.path}: {e2}") from None
 
+    def set_aside_files(self) -> list[Path]:
+        """Damaged stores set aside next to this one (``<name>.unreadable-<UTC time>``), oldest first.
+
+        They stay until someone moves them away, so an app can keep saying where the old verdicts are.
+        """
+        prefix = f"{self.path.name}.unreadable-"
+        try:
+            found = [p for p in self.path.parent.iterdir()
+                     if p.name.startswith(prefix) and not p.name.endswith(("-wal", "-shm"))]
+        except OSError:
+            return []
+        return sorted(found)
+
     def _create(self) -> None:
         with self._connect() as con:
             con.execute(_SCHEMA)

@@ -1,28 +1,61 @@
 """Saved runs: every run kept as its trace JSON, plus a small sidecar for fast listing.
 
 * :func:`runs_dir` — ``$CRASE_RUNS_DIR``, else ``<cache root>/runs``.
-* :class:`RunStore` — save, import, load, list and delete traces in one folder.
+* :func:`content_id` — a run's id: the hash of everything in its trace (so two different traces never
+  share an id, whatever id a file claims); :func:`with_content_id` stamps it on a trace.
+* :func:`outcome_key` — the hash of what a run *found* (request, plan, graph, decisions, ranking), without
+  how it ran (time, timings, model calls, cache hits): two runs with the same key are the same result.
+* :class:`RunStore` — save, import, load, list and delete traces in one folder; :class:`SavedRun` is
+  what a save returns.
 * :class:`RunInfo` / :func:`run_summary` — what a listing shows of a run without reading its trace.
 
-Run names are built from the trace's timestamp and run id with every character
-outside ``[A-Za-z0-9_.-]`` removed, and :meth:`RunStore.path` refuses any other
-name, so no path is ever built from untrusted text.
+Contract of the store:
+
+* a saved trace's ``run_id`` is its :func:`content_id`, and its file name is ``<stamp>-<run_id>``; a
+  save never replaces an existing file (the same name means the same content; anything else found under
+  that name is left alone and the run goes to a fresh name);
+* :meth:`RunStore.save` with ``reuse=True`` (the app after a query) returns the saved run with the same
+  :func:`outcome_key` instead of adding a copy;
+* the trace and its sidecar are written atomically (:mod:`crase_core.atomic`);
+* :meth:`RunStore.list` never fails because of one bad file: a damaged or foreign sidecar is rebuilt
+  from its trace, and a trace that cannot be read is listed with its error (:attr:`RunInfo.error`).
+
+Run names are built from the trace's timestamp and id with every character outside ``[A-Za-z0-9_.-]``
+removed, and :meth:`RunStore.path` refuses any other name, so no path is ever built from untrusted text.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import environment
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: saves are still atomic, only reuse may race
+    fcntl = None  # type: ignore[assignment]
+
+from . import atomic, environment
 from . import trace as trace_io
 from .cache import cache_root
 from .errors import InputError, TraceError
+from .records import Budget
 from .trace import RunTrace
+
+#: the largest sidecar :meth:`RunStore.list` reads (a sidecar is a few hundred bytes).
+MAX_META_BYTES = 64 << 10
+#: trace fields that record how a run went, not what it found (left out of :func:`outcome_key`).
+EXECUTION_FIELDS = ("run_id", "created_at", "timings", "counters", "source_stats", "budget")
+#: fields of the plan, claim sets and edges that say how each was obtained (left out of :func:`outcome_key`).
+CALL_RECORD_FIELDS = ("cached", "usage")
 
 
 def runs_dir() -> Path:
@@ -33,9 +66,58 @@ def runs_dir() -> Path:
     return path
 
 
+def _digest(trace: RunTrace) -> str:
+    """sha256 (128 bits, hex) of the trace's JSON as :func:`crase_core.trace.dumps` writes it (field order fixed)."""
+    return hashlib.sha256(trace_io.dumps(trace).encode("utf-8")).hexdigest()[:32]
+
+
+def content_id(trace: RunTrace) -> str:
+    """Hash of everything in the trace but its ``run_id`` (two traces that differ in anything differ here)."""
+    return _digest(dataclasses.replace(trace, run_id=""))
+
+
+def with_content_id(trace: RunTrace) -> RunTrace:
+    """``trace`` with ``run_id`` = :func:`content_id` (the same object when it already has it)."""
+    cid = content_id(trace)
+    return trace if trace.run_id == cid else dataclasses.replace(trace, run_id=cid)
+
+
+def _without_call_records(record: Any) -> Any:
+    """``record`` (plan, claim set, edge) with its :data:`CALL_RECORD_FIELDS` back at their defaults."""
+    reset = {}
+    for f in dataclasses.fields(record):
+        if f.name in CALL_RECORD_FIELDS:
+            if f.default is not dataclasses.MISSING:
+                reset[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                reset[f.name] = f.default_factory()
+    return dataclasses.replace(record, **reset) if reset else record
+
+
+def outcome_key(trace: RunTrace) -> str:
+    """Hash of the request (query, settings, source, filter, backend, year) and everything the run found.
+
+    Leaves out :data:`EXECUTION_FIELDS` (when it ran, how long, model calls, cache hits, budget) and the
+    :data:`CALL_RECORD_FIELDS` of the plan, each claim set and each edge (cache hit or call, tokens), so
+    a rerun of the same query with the same settings, source, backend and corpus that finds the same
+    graph, decisions and ranking has the same key.
+    """
+    blank = RunTrace(**{f.name: getattr(trace, f.name) for f in dataclasses.fields(RunTrace)
+                        if f.name not in EXECUTION_FIELDS},
+                     budget=Budget(0, 0, 0, 0, 0, 0))
+    blank = dataclasses.replace(
+        blank, plan=_without_call_records(trace.plan),
+        claims={k: _without_call_records(v) for k, v in trace.claims.items()},
+        edges=[_without_call_records(e) for e in trace.edges])
+    return _digest(blank)
+
+
 @dataclass
 class RunInfo:
-    """One saved run, as the runs page lists it (read from the sidecar, not the trace)."""
+    """One saved run, as the runs page lists it (read from the sidecar, not the trace).
+
+    ``error`` is set (and the other fields mostly empty) for a trace file that cannot be read.
+    """
 
     name: str
     path: Path
@@ -46,10 +128,21 @@ class RunInfo:
     backend: str
     counts: dict[str, int] = field(default_factory=dict)
     size_bytes: int = 0
+    outcome: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """What :meth:`RunStore.save` did: the run's name, the trace as saved, and whether it was already there."""
+
+    name: str
+    trace: RunTrace
+    existed: bool = False
 
 
 def run_summary(trace: RunTrace) -> dict[str, Any]:
-    """The sidecar of a saved run: query, time, run id, source, backend and stage counts."""
+    """The sidecar of a saved run: query, time, run id, source, backend, stage counts and outcome key."""
     return {
         "query": trace.query,
         "created_at": trace.created_at,
@@ -57,7 +150,32 @@ def run_summary(trace: RunTrace) -> dict[str, Any]:
         "source": trace.source,
         "backend": trace.backend.get("backend", ""),
         "counts": trace.stage_counts(),
+        "outcome": outcome_key(trace),
     }
+
+
+_META_TEXT = ("query", "created_at", "run_id", "source", "backend", "outcome")
+
+
+def _valid_meta(meta: object) -> dict[str, Any] | None:
+    """The sidecar if it has the shape :func:`run_summary` writes, else None."""
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in _META_TEXT):
+        return None
+    counts = meta.get("counts")
+    if not isinstance(counts, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in counts.items()):
+        return None
+    return meta
+
+
+def _read_small(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes (at most ``max_bytes``); OSError for anything else (no FIFO can block)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            raise OSError(f"{path.name} is not a small regular file")
+        return f.read(max_bytes + 1)
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -68,57 +186,121 @@ class RunStore:
 
     def __init__(self, directory: str | os.PathLike[str] | None = None):
         self.directory = Path(directory) if directory else runs_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot use the runs folder {self.directory}: {e.strerror or e}") from None
 
-    def _name_for(self, trace: RunTrace) -> str:
+    @staticmethod
+    def _name_for(trace: RunTrace) -> str:
         stamp = _SAFE_NAME.sub("", (trace.created_at or "").replace(":", "").replace("+", "Z"))[:17] or "run"
         return f"{stamp}-{_SAFE_NAME.sub('', trace.run_id) or 'trace'}"
 
-    def save(self, trace: RunTrace) -> str:
-        """Write the trace and its sidecar; return the run's name (stable for the same run)."""
-        name = self._name_for(trace)
-        trace_io.save(trace, self.directory / f"{name}.json")
-        (self.directory / f"{name}.meta.json").write_text(json.dumps(run_summary(trace)), encoding="utf-8")
-        return name
+    def save(self, trace: RunTrace, *, reuse: bool = False) -> SavedRun:
+        """Save ``trace`` under its content id; never replace a saved file.
 
-    def import_bytes(self, data: bytes) -> tuple[str, RunTrace]:
-        """Validate an uploaded trace file, save it into the store; raise :class:`TraceError` if unusable."""
-        trace = trace_io.loads(data)
-        return self.save(trace), trace
+        ``reuse``: when a saved run has the same :func:`outcome_key` (the same query, settings, source,
+        backend and corpus gave the same result), return that run (``existed=True``) and write nothing.
+        The same content saved twice is written once (``existed=True`` the second time).
+        """
+        trace = with_content_id(trace)
+        with self._locked():
+            return self._save(trace, reuse)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's lock file (``.lock``), so concurrent saves see each other's runs."""
+        try:
+            fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise InputError(f"cannot lock the runs folder {self.directory}: {e.strerror or e}") from None
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _save(self, trace: RunTrace, reuse: bool) -> SavedRun:
+        if reuse:
+            key = outcome_key(trace)
+            same = next((r for r in self.list() if not r.error and r.outcome == key), None)
+            if same is not None:
+                try:
+                    saved = self.load(same.name)
+                except TraceError:
+                    saved = None  # listed a moment ago, gone or damaged now: save this one
+                if saved is not None and outcome_key(saved) == key:  # the sidecar told the truth
+                    return SavedRun(same.name, saved, existed=True)
+        text = trace_io.dumps(trace)
+        base = self._name_for(trace)
+        for attempt in range(100):
+            name = base if attempt == 0 else f"{base}-{attempt}"
+            target = self.directory / f"{name}.json"
+            try:
+                existing = _read_small(target, len(text.encode("utf-8")))
+            except FileNotFoundError:
+                break
+            except OSError:
+                continue  # something else lives under this name: leave it alone
+            if existing == text.encode("utf-8"):
+                self._write_meta(name, trace)
+                return SavedRun(name, trace, existed=True)
+        else:
+            raise InputError(f"cannot save the run in {self.directory}: no free file name for {base}")
+        atomic.write_text(target, text)
+        self._write_meta(name, trace)
+        return SavedRun(name, trace)
+
+    def _write_meta(self, name: str, trace: RunTrace) -> None:
+        atomic.write_text(self.directory / f"{name}.meta.json", json.dumps(run_summary(trace)))
+
+    def import_bytes(self, data: bytes) -> SavedRun:
+        """Validate an uploaded trace file and save it (never over another run); :class:`TraceError` if unusable."""
+        return self.save(trace_io.loads(data))
 
     def path(self, name: str) -> Path:
-        if _SAFE_NAME.sub("", name) != name or not name:
+        if _SAFE_NAME.sub("", name) != name or not name or name.startswith("."):
             raise InputError(f"not a run name: {name!r}")
         return self.directory / f"{name}.json"
 
     def load(self, name: str) -> RunTrace:
+        """The saved trace ``name``; its ``run_id`` is its content id (older saves are re-identified)."""
         path = self.path(name)
         if not path.is_file():
             raise TraceError(f"no saved run named {name!r} in {self.directory}")
-        return trace_io.load(path)
+        return with_content_id(trace_io.load(path))
+
+    def _info(self, path: Path) -> RunInfo:
+        name = path.name[: -len(".json")]
+        meta_path = self.directory / f"{name}.meta.json"
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        try:
+            meta = _valid_meta(json.loads(_read_small(meta_path, MAX_META_BYTES)))
+        except (OSError, ValueError, RecursionError):
+            meta = None
+        if meta is None:
+            try:
+                trace = self.load(name)
+            except (TraceError, InputError) as e:
+                return RunInfo(name, path, "", "", "", "", "", size_bytes=size, error=str(e))
+            meta = run_summary(trace)
+            with contextlib.suppress(InputError):  # listing works without a sidecar; the next one retries
+                self._write_meta(name, trace)
+        return RunInfo(name, path, meta["query"], meta["created_at"], meta["run_id"], meta["source"],
+                       meta["backend"], dict(meta["counts"]), size, meta["outcome"])
 
     def list(self) -> list[RunInfo]:
-        """Saved runs, newest first. Traces without a readable sidecar are summarised from the trace."""
+        """Saved runs, newest first, then unreadable traces (with :attr:`RunInfo.error`), by name."""
         out: list[RunInfo] = []
         for path in self.directory.glob("*.json"):
-            if path.name.endswith(".meta.json"):
+            if path.name.endswith(".meta.json") or path.name.startswith("."):
                 continue
-            name = path.name[: -len(".json")]
-            meta_path = self.directory / f"{name}.meta.json"
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                try:
-                    meta = run_summary(trace_io.load(path))
-                    meta_path.write_text(json.dumps(meta), encoding="utf-8")
-                except TraceError:
-                    continue
-            out.append(
-                RunInfo(name, path, str(meta.get("query", "")), str(meta.get("created_at", "")),
-                        str(meta.get("run_id", "")), str(meta.get("source", "")), str(meta.get("backend", "")),
-                        dict(meta.get("counts", {})), path.stat().st_size)
-            )
-        out.sort(key=lambda r: (r.created_at, r.name), reverse=True)
+            out.append(self._info(path))
+        out.sort(key=lambda r: (not r.error, r.created_at, r.name), reverse=True)
         return out
 
     def delete(self, name: str) -> None:

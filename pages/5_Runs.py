@@ -2,58 +2,84 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
 from pages._display import md_escape
-from pages._shared import downloads, guarded, open_trace, page_header, run_caption, run_store
+from pages._shared import (
+    code,
+    current_trace,
+    downloads,
+    guarded,
+    open_trace,
+    page_header,
+    run_caption,
+    run_store,
+    trace_notice,
+    trace_problem,
+)
 
 page_header("Runs", "Every run is saved as its trace. Reopening a run shows its graph, matrices and scores "
             "exactly as computed — nothing is recomputed.")
-store = run_store()
-st.caption(f"Runs folder: `{md_escape(store.directory)}` (set CRASE_RUNS_DIR to change it)")
+store = guarded(run_store, "The runs folder cannot be used")
+if store is None:
+    st.stop()
+st.caption(f"Runs folder: {code(store.directory)} (set CRASE_RUNS_DIR to change it)")
 
 trace = st.session_state.get("trace")
-if trace is not None:
+if trace is not None and trace_problem(trace) is not None:
+    current_trace()  # says why the open run cannot be shown
+elif trace is not None:
     with st.container(border=True):
         st.markdown("**Open run**")
+        trace_notice()
         run_caption(trace)
         downloads(trace, key="runs")
 
 runs = guarded(store.list, "Could not list the saved runs") or []
-st.markdown(f"#### Saved runs ({len(runs)})")
-if runs:
+readable = [r for r in runs if not r.error]
+damaged = [r for r in runs if r.error]
+st.markdown(f"#### Saved runs ({len(readable)})")
+if readable:
     df = pd.DataFrame([{
         "created": r.created_at.replace("T", " ")[:19], "query": r.query, "results": r.counts.get("results"),
         "seeds kept": f"{r.counts.get('seeds_kept', 0)}/{r.counts.get('seeds', 0)}",
         "edges kept": f"{r.counts.get('edges_kept', 0):,}/{r.counts.get('edges', 0):,}",
         "source": r.source, "backend": r.backend, "size": f"{r.size_bytes / 1e6:.1f} MB", "name": r.name,
-    } for r in runs])
+    } for r in readable])
     ev = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                       key="runs_table", column_config={"query": st.column_config.TextColumn(width="large")})
     rows = ev.selection.rows if ev is not None else []
-    if rows:
-        chosen = runs[rows[0]]
+    if rows and rows[0] < len(readable):
+        chosen = readable[rows[0]]
         c1, c2, _ = st.columns([1, 1, 4])
         if c1.button("Open this run", type="primary", width="stretch", icon=":material/folder_open:"):
             loaded = guarded(lambda: store.load(chosen.name), "Could not open the run")
-            if loaded is not None:
-                open_trace(loaded, chosen.name)
-                st.success(f"Opened: {md_escape(loaded.query)}")
+            if loaded is not None and open_trace(loaded, chosen.name):
                 st.rerun()
         if c2.button("Delete", width="stretch", icon=":material/delete:"):
             guarded(lambda: store.delete(chosen.name), "Could not delete the run")
             st.rerun()
 else:
     st.caption("No saved runs yet: every query you run on the Search page is saved here.")
+if damaged:
+    with st.expander(f"{len(damaged)} file(s) in the runs folder cannot be read", expanded=False,
+                     icon=":material/warning:"):
+        for r in damaged:
+            st.markdown(f"- {code(r.path.name)}: {md_escape(r.error)}")
 
 st.markdown("#### Upload a trace")
 up = st.file_uploader("A Crase trace (JSON) exported from this app or the CLI", type=["json"], key="trace_upload")
-if up is not None and st.session_state.get("_uploaded") != (up.name, up.size):
-    result = guarded(lambda: store.import_bytes(up.getvalue()), "Could not open the uploaded trace")
-    st.session_state["_uploaded"] = (up.name, up.size)
-    if result is not None:
-        name, loaded = result
-        open_trace(loaded, name)
-        st.success(f"Opened and saved: {md_escape(loaded.query)}")
-        st.rerun()
+if up is not None:
+    data = up.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    if st.session_state.get("_uploaded") != digest:  # each upload is handled once, not on every rerun
+        st.session_state["_uploaded"] = digest
+        result = guarded(lambda: store.import_bytes(data), "Could not open the uploaded trace")
+        if result is not None:
+            note = ("This trace was already saved: the saved run is reopened (nothing was overwritten)."
+                    if result.existed else "Uploaded and saved as a new run (no saved run was changed).")
+            if open_trace(result.trace, result.name, notice=note):
+                st.rerun()

@@ -22,8 +22,9 @@ from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
 from crase_core.records import EdgeRecord
+from crase_core.redaction import install_log_filter
 from crase_core.resources import graph_component_dir
-from crase_core.runs import RunStore
+from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
 from pages._display import (
@@ -38,6 +39,27 @@ from pages._display import (
 log = logging.getLogger("crase.app")
 COMPONENT_DIR = graph_component_dir()
 T = TypeVar("T")
+
+# --- logging ---------------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def install_secret_log_filter() -> bool:
+    """Once per server process: every log line goes through the secret filter (keys, URL passwords masked).
+
+    Called when this module is imported, so it holds whichever page a visitor opens first.
+    """
+    root = logging.getLogger()
+    if not root.handlers:  # records would reach Python's last-resort handler, which no filter can be put on
+        handler = logging.StreamHandler()  # like the last-resort handler: warnings and errors, to stderr
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    install_log_filter(root)
+    install_log_filter(logging.getLogger("streamlit"))
+    return True
+
+
+install_secret_log_filter()
+
 
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the paper source and model backend…")
@@ -54,7 +76,15 @@ def run_store() -> RunStore:
 
 
 def audit_store() -> AuditStore:
-    return AuditStore(run_store().directory / "audit.sqlite")
+    """The verdict store; says where a damaged store was set aside (the old file is kept, never deleted)."""
+    store = AuditStore(run_store().directory / "audit.sqlite")
+    aside = store.set_aside_files()
+    if aside:
+        st.warning("The audit store was not a readable database, so it was set aside and a new one started. "
+                   "Verdicts recorded before are in " + ", ".join(code(p) for p in aside)
+                   + " (kept unchanged; move it away once you have recovered what you need).",
+                   icon=":material/warning:")
+    return store
 
 
 graph_component = components.declare_component("crase_graph", path=str(COMPONENT_DIR))
@@ -94,12 +124,27 @@ def page_header(title: str, subtitle: str) -> None:
     st.caption(subtitle)
 
 
+def trace_problem(trace: RunTrace) -> str | None:
+    """Why the pages cannot show ``trace`` (a result that is not among its nodes), or None."""
+    node_ids = {n.paper.id for n in trace.nodes}
+    for i, r in enumerate(trace.results):
+        if r.paper_id not in node_ids:
+            return f"result {i + 1} ({r.paper_id!r}) is not among the run's papers"
+    return None
+
+
 def current_trace() -> RunTrace | None:
-    """The run open in this browser session, or a pointer to the Search page."""
+    """The run open in this browser session, or a pointer to the Search page (or a clear error, never a crash)."""
     trace = st.session_state.get("trace")
     if trace is None:
         st.info("No run is open yet. Run a query on the **Search** page, or open a saved run on the **Runs** page.",
                 icon=":material/search:")
+        return None
+    problem = trace_problem(trace)
+    if problem is not None:
+        st.error(f"The open run cannot be shown: {md_escape(problem)}. Open another run on the **Runs** page.",
+                 icon=":material/error:")
+        return None
     return trace
 
 
@@ -113,10 +158,28 @@ def trace_page(title: str, subtitle: str) -> RunTrace:
     return trace
 
 
-def open_trace(trace: RunTrace, name: str) -> None:
-    st.session_state["trace"] = trace
+def open_trace(trace: RunTrace, name: str, notice: str = "") -> bool:
+    """Make ``trace`` this session's open run (its ``run_id`` = its content id, which keys every cache).
+
+    Refuses (with a clear error, returns False) a trace the pages cannot show. ``notice`` is shown once
+    above the run (:func:`trace_notice`).
+    """
+    problem = trace_problem(trace)
+    if problem is not None:
+        st.error(f"This run cannot be opened: {md_escape(problem)}.", icon=":material/error:")
+        return False
+    st.session_state["trace"] = with_content_id(trace)
     st.session_state["run_name"] = name
     st.session_state["selected"] = None
+    st.session_state["trace_notice"] = notice
+    return True
+
+
+def trace_notice() -> None:
+    """The note left by :func:`open_trace` (e.g. that an identical saved run was reopened)."""
+    notice = st.session_state.get("trace_notice")
+    if notice:
+        st.info(notice, icon=":material/history:")
 
 
 def run_caption(trace: RunTrace) -> None:
@@ -352,16 +415,37 @@ def inspector(trace: RunTrace, key: str = "insp") -> None:
 
 
 # --- downloads ---------------------------------------------------------------------------------------------------
+EXPORTS: dict[str, tuple[str, str, str, Callable[[RunTrace], str | bytes]]] = {
+    # format → (button label, file extension, MIME type, exporter)
+    "json": ("Trace (JSON)", "json", "application/json", export.to_json),
+    "bibtex": ("BibTeX", "bib", "application/x-bibtex", export.to_bibtex),
+    "ris": ("RIS", "ris", "application/x-research-info-systems", export.to_ris),
+    "csv": ("CSV", "csv", "text/csv", export.to_csv),
+    "graphml": ("Graph (GraphML)", "graphml", "application/graphml+xml", export.to_graphml),
+}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def export_bytes(_trace: RunTrace, run_id: str, fmt: str) -> bytes:
+    """The export ``fmt`` of the run whose content id is ``run_id`` (computed once; bytes are immutable)."""
+    data = EXPORTS[fmt][3](_trace)
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
 def downloads(trace: RunTrace, key: str) -> None:
+    """One download button per export format.
+
+    ``trace`` is the open run (:func:`open_trace` gave it its content id). The data are passed as bytes
+    computed once per run (keyed by that content id), so a rerun
+    registers the same media file under the same URL, and a click does not rerun the page
+    (``on_click="ignore"``): a second click in quick succession never asks for a file that a rerun has
+    just dropped (Streamlit's deferred download ids are new on every run, which lost the second file).
+    """
     stem = export.filename_stem(trace)
-    cols = st.columns(5)
-    specs = [
-        ("Trace (JSON)", lambda: export.to_json(trace), f"{stem}.json", "application/json"),
-        ("BibTeX", lambda: export.to_bibtex(trace), f"{stem}.bib", "application/x-bibtex"),
-        ("RIS", lambda: export.to_ris(trace), f"{stem}.ris", "application/x-research-info-systems"),
-        ("CSV", lambda: export.to_csv(trace), f"{stem}.csv", "text/csv"),
-        ("Graph (GraphML)", lambda: export.to_graphml(trace), f"{stem}.graphml", "application/graphml+xml"),
-    ]
-    for col, (label, make, name, mime) in zip(cols, specs, strict=True):
-        col.download_button(label, data=make, file_name=name, mime=mime, key=f"{key}_{name}",
-                            width="stretch", icon=":material/download:")
+    cols = st.columns(len(EXPORTS))
+    for col, (fmt, (label, ext, mime, _)) in zip(cols, EXPORTS.items(), strict=True):
+        data = guarded(lambda fmt=fmt: export_bytes(trace, trace.run_id, fmt), f"Could not export {label}")
+        if data is None:
+            continue
+        col.download_button(label, data=data, file_name=f"{stem}.{ext}", mime=mime, key=f"{key}_dl_{fmt}",
+                            on_click="ignore", width="stretch", icon=":material/download:")

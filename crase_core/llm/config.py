@@ -62,9 +62,15 @@ class LLMSettings:
                                      "is unset).", flag="--llm-settings", metavar="FILE", form=False)
     temperature: float = knob(0.0, "Sampling temperature.", minimum=0.0, maximum=2.0, form=False)
     concurrency: int = knob(4, "Concurrent model calls.", minimum=1, maximum=256, form=False)
-    timeout: float = knob(120.0, "Seconds per model call.", minimum=0.0, min_open=True, maximum=3600.0,
+    timeout: float = knob(120.0, "Seconds per model call, in total (connect to last byte).", minimum=0.0, min_open=True, maximum=3600.0,
                           form=False)
     max_retries: int = knob(2, "Retries per item after a failure.", minimum=0, maximum=10, form=False)
+    min_concurrency: int = knob(1, "Floor of the adaptive concurrency limit (it halves on HTTP 429/503 and "
+                                "grows back to --concurrency on success).", minimum=1, maximum=256, form=False)
+    overload_retries: int = knob(6, "Retries of a call the endpoint answered busy (HTTP 429, or 503 with "
+                                 "Retry-After), besides --max-retries.", minimum=0, maximum=100, form=False)
+    max_retry_wait: float = knob(60.0, "Longest Retry-After wait honoured, in seconds (a longer one fails the "
+                                 "call).", minimum=0.0, maximum=3600.0, form=False)
     structured_output: str = knob("schema", "How JSON is requested (schema = llama.cpp-style response_format).",
                                   choices=STRUCTURED_MODES, form=False)
     prompts_dir: str | None = knob(None, "Folder of prompt files (default: prompts/ of the project).",

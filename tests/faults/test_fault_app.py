@@ -1,0 +1,341 @@
+"""Faults in the app: uploads, saved runs, the runs folder, shared caches, the Benchmark page, the audit store.
+
+Every test drives the real pages with Streamlit's AppTest (no browser) over the hostile fixture corpus and
+asserts what the page shows, what is (and is not) on disk afterwards, and what a rerun does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+    sys.path.append(str(ROOT))
+
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
+QUERY = "holographic entanglement entropy of BTZ black holes"
+OTHER_QUERY = "black hole entropy microstates"
+PAGES = ["pages/1_Evidence_graph.py", "pages/2_Seeds.py", "pages/3_Ranking.py", "pages/4_Audit.py",
+         "pages/5_Runs.py"]
+
+
+@pytest.fixture()
+def app_env(tmp_path, monkeypatch):
+    import streamlit as st
+
+    runs = tmp_path / "my_runs-folder"  # '_' and '-' are what Markdown escaping would backslash
+    monkeypatch.setenv("CRASE_CORPUS", str(HOSTILE))
+    monkeypatch.setenv("CRASE_RUNS_DIR", str(runs))
+    monkeypatch.setenv("CRASE_EVAL_DIR", str(tmp_path / "eval"))
+    monkeypatch.chdir(ROOT)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield runs
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+
+
+_SEARCH_HASH: list[str] = []
+
+
+def _go(at: AppTest, page: str) -> AppTest:
+    """Switch to a page file, or to the Search page (a callable page: AppTest can only reach it by its hash)."""
+    if page != "Search":
+        return at.switch_page(page).run()
+    found = [h for h, info in at._registered_pages.items()  # noqa: SLF001 - no public way
+             if info.get("page_name") == "Search" and not info.get("script_path")]
+    if found:
+        _SEARCH_HASH[:] = found[:1]
+    at._page_hash = _SEARCH_HASH[0]  # noqa: SLF001
+    return at.run()
+
+
+def _search(at: AppTest, query: str) -> AppTest:
+    _go(at, "Search")
+    at.text_area(key="query_text").input(query)
+    next(b for b in at.button if b.label == "Search").click()
+    at.run()
+    assert not at.exception and not at.error
+    return at
+
+
+def _saved(runs: Path) -> list[Path]:
+    return sorted(p for p in runs.glob("*.json") if not p.name.endswith(".meta.json"))
+
+
+def _upload(at: AppTest, data: bytes, name: str = "trace.json") -> AppTest:
+    at.switch_page("pages/5_Runs.py").run()
+    at.file_uploader(key="trace_upload").upload(name, data, "application/json")
+    return at.run()
+
+
+def _forged(original: Path) -> bytes:
+    """The saved trace with every title changed but the same run id and time (an attacker's upload)."""
+    data = json.loads(original.read_bytes())
+    for n in data["nodes"]:
+        n["paper"]["title"] = "FORGED " + n["paper"]["title"]
+    return json.dumps(data).encode()
+
+
+def _graph_labels(at: AppTest) -> str:
+    at.switch_page("pages/1_Evidence_graph.py").run()
+    assert not at.exception
+    return "\n".join(c.proto.json_args for c in at.get("component_instance"))
+
+
+def test_upload_with_an_existing_run_id_never_overwrites_and_caches_follow_content(app_env):
+    a = _search(_app(), QUERY)
+    [original] = _saved(app_env)
+    before = original.read_bytes()
+    assert "FORGED" not in _graph_labels(a)  # session A fills the shared graph cache
+
+    forged = _forged(original)
+    assert json.loads(forged)["run_id"] == json.loads(before)["run_id"]
+    b = _upload(_app(), forged)
+    assert original.read_bytes() == before  # nothing overwritten
+    assert len(_saved(app_env)) == 2
+    assert not b.exception and not b.error
+    assert any("saved as a new run (no saved run was changed)" in i.value for i in b.info)
+    assert any(m.value == "#### Saved runs (2)" for m in b.markdown)
+    assert b.session_state["trace"].run_id != a.session_state["trace"].run_id
+
+    # the shared graph cache is keyed by content: each session sees its own trace's labels
+    labels_b = _graph_labels(b)
+    assert "FORGED" in labels_b
+    assert "FORGED" not in _graph_labels(a)
+
+    # uploading the same file again reopens the saved copy and writes nothing
+    mtimes = {p: p.stat().st_mtime_ns for p in _saved(app_env)}
+    c = _upload(_app(), forged)
+    assert any("already saved: the saved run is reopened (nothing was overwritten)" in i.value for i in c.info)
+    assert {p: p.stat().st_mtime_ns for p in _saved(app_env)} == mtimes
+
+
+def test_one_malformed_sidecar_does_not_hide_the_other_runs(app_env):
+    at = _search(_app(), QUERY)
+    _search(at, OTHER_QUERY)
+    first, second = _saved(app_env)
+    (app_env / f"{first.stem}.meta.json").write_text(json.dumps({"query": 1, "counts": 5}))
+    (app_env / f"{second.stem}.meta.json").write_text("[1, 2]")
+    (app_env / "20260101T000000Z-0000.json").write_text("{not json")
+    at.switch_page("pages/5_Runs.py").run()
+    assert not at.exception and not at.error
+    assert any(m.value == "#### Saved runs (2)" for m in at.markdown)
+    assert sorted(at.dataframe[0].value["query"]) == sorted([QUERY, OTHER_QUERY])
+    damaged = [m.value for m in at.markdown if m.value.startswith("- `20260101T000000Z-0000.json`")]
+    assert damaged and "not a JSON trace" in damaged[0]
+    # the sidecars were rebuilt from the traces
+    assert json.loads((app_env / f"{first.stem}.meta.json").read_text())["query"] in (QUERY, OTHER_QUERY)
+
+
+def test_rerunning_the_same_query_reopens_the_saved_run(app_env):
+    at = _search(_app(), QUERY)
+    first = at.session_state["trace"]
+    [saved] = _saved(app_env)
+    at = _search(at, QUERY)
+    assert _saved(app_env) == [saved]  # no duplicate
+    assert at.session_state["trace"].run_id == first.run_id
+    assert at.session_state["run_name"] == saved.stem
+    assert any("that saved run is reopened (no copy was saved)" in i.value for i in at.info)
+    at = _search(at, OTHER_QUERY)  # a different request is a new run
+    assert len(_saved(app_env)) == 2
+    assert not any("saved run is reopened" in i.value for i in at.info)
+
+
+def test_runs_folder_path_is_shown_literally(app_env):
+    at = _app()
+    at.switch_page("pages/5_Runs.py").run()
+    assert not at.exception
+    expected = f"Runs folder: `{app_env}` (set CRASE_RUNS_DIR to change it)"
+    assert [c.value for c in at.caption if c.value.startswith("Runs folder")] == [expected]
+
+
+def _bad_trace(runs: Path) -> bytes:
+    data = json.loads(_saved(runs)[0].read_bytes())
+    data["results"][0]["paper_id"] = "nope"
+    data["created_at"] = "2030-01-01T00:00:00+00:00"
+    return json.dumps(data).encode()
+
+
+def test_a_trace_whose_result_is_not_a_node_is_a_clear_error_on_every_page(app_env):
+    at = _search(_app(), QUERY)
+    good = at.session_state["trace"]
+    bad = _bad_trace(app_env)
+    n_saved = len(_saved(app_env))
+
+    # uploaded: refused with the reason, nothing saved, the open run stays open
+    at = _upload(at, bad)
+    assert [e.value for e in at.error] == [
+        "Could not open the uploaded trace: not a valid Crase trace: results.0: paper 'nope' is not among the nodes"]
+    assert len(_saved(app_env)) == n_saved
+    for page in ["Search", *PAGES]:
+        _go(at, page)
+        assert not at.exception, page
+        assert at.session_state["trace"].run_id == good.run_id
+
+    # copied into the runs folder by hand: listed as unreadable, never opened
+    (app_env / "20300101T000000Z-bad.json").write_bytes(bad)
+    at.switch_page("pages/5_Runs.py").run()
+    assert not at.exception
+    from pages._display import md_escape
+
+    reason = md_escape("not a valid Crase trace: results.0: paper 'nope' is not among the nodes")
+    assert f"- `20300101T000000Z-bad.json`: {reason}" in [m.value for m in at.markdown]
+
+    # already in a session (however it got there): every page says so instead of raising
+    from crase_core import trace as trace_io
+
+    broken = trace_io.loads(json.dumps(trace_io.to_dict(good)))
+    broken.results[0].paper_id = "nope"
+    fresh = _app()
+    fresh.session_state["trace"] = broken
+    for page in ["Search", *PAGES]:
+        _go(fresh, page)
+        assert not fresh.exception, page
+        expected = "The open run cannot be shown: " + md_escape("result 1 ('nope') is not among the run's papers")
+        assert any(e.value.startswith(expected) for e in fresh.error), (page, [e.value for e in fresh.error])
+
+
+def test_audit_store_set_aside_is_announced_with_its_path(app_env):
+    at = _search(_app(), QUERY)
+    junk = os.urandom(4096)
+    (app_env / "audit.sqlite").write_bytes(junk)
+    at.switch_page("pages/4_Audit.py").run()
+    assert not at.exception
+    aside = sorted(app_env.glob("audit.sqlite.unreadable-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == junk  # kept, unchanged
+    notes = [w.value for w in at.warning if "audit store was not a readable database" in w.value]
+    assert notes and f"`{aside[0]}`" in notes[0]
+    at.run()  # still said on the next visit
+    assert any(f"`{aside[0]}`" in w.value for w in at.warning)
+
+
+def test_app_installs_the_secret_log_filter(app_env, caplog):
+    from crase_core.redaction import SecretFilter
+
+    runs_page = AppTest.from_file(str(ROOT / "pages" / "5_Runs.py"), default_timeout=60).run()  # opened directly
+    assert not runs_page.exception
+    root = logging.getLogger()
+    assert root.handlers and all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("crase.app").warning("calling http://user:hunter2pass@example.org/v1 key=sk-abcdefghijkl")
+    assert "hunter2pass" not in caplog.text and "sk-abcdefghijkl" not in caplog.text
+    assert "http://***@example.org/v1" in caplog.text
+
+
+# --- the Benchmark page ---------------------------------------------------------------------------------------
+def _bench(env_eval: Path) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "7_Benchmark.py"), default_timeout=60).run()
+    assert not at.exception
+    return at
+
+
+def test_benchmark_page_reads_only_the_allowed_roots(app_env, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "secret").mkdir(parents=True)
+    (outside / "secret" / "report.md").write_text("# OUTSIDE-SECRET\n")
+    (outside / "report.md").write_text("# OUTSIDE-SECRET\n")
+    ev = tmp_path / "eval"
+    (ev / "mine").mkdir(parents=True)
+    (ev / "mine" / "report.md").write_text("# my eval\n\n| run | R@5 |\n|---|---|\n| x | 0.5 |\n")
+    (ev / "link_out").symlink_to(outside / "secret", target_is_directory=True)
+    (ev / "linked").mkdir()
+    (ev / "linked" / "report.md").symlink_to(outside / "report.md")
+    deep = ev.joinpath(*[f"d{i}" for i in range(8)])
+    deep.mkdir(parents=True)
+    (deep / "report.md").write_text("# too deep\n")
+    at = _bench(ev)
+    assert not at.text_input  # no free-text path
+    options = at.selectbox(key="bench_report").options
+    mine = [o for o in options if "(your eval folder)" in o]
+    assert mine == ["Single method — mine (your eval folder)"]
+    for option in options:
+        at.selectbox(key="bench_report").select(option).run()
+        assert not at.exception
+        shown = "\n".join(m.value for m in at.markdown)
+        assert "OUTSIDE-SECRET" not in shown and "too deep" not in shown, option
+
+
+def test_benchmark_page_scan_is_bounded(app_env, tmp_path):
+    ev = tmp_path / "eval"
+    ev.mkdir()
+    for i in range(6000):
+        (ev / f"f{i:05d}").touch()
+    at = _bench(ev)
+    assert any("were looked at" in w.value and "your eval folder" in w.value for w in at.warning)
+
+
+def test_benchmark_page_opens_on_the_retrieval_comparison_with_tables(app_env, tmp_path):
+    from crase_core.evaluation.report import RunSummary, write_report
+
+    summary = {f"{m}@{k}": 0.5 for m in ("recall", "map") for k in (5, 10, 20, 30, 40, 50)}
+    summary.update(queries=3, job={"bench": "b.jsonl"})
+    write_report(tmp_path / "eval" / "newest", [RunSummary("x", summary)], title="newest")  # newest file time
+    at = _bench(tmp_path / "eval")
+    assert at.selectbox(key="bench_report").value == "Retrieval comparison — hepth_litsearch_dev (project results)"
+    assert not [m.value for m in at.markdown if m.value.lstrip().startswith("|")]  # tables are tables
+    quality = at.dataframe[0].value
+    assert list(quality.columns[:3]) == ["run", "R@5", "R@10"] and "crase" in quality["run"].tolist()
+    assert quality["R@5"].dtype.kind == "f"
+    scifact = next(o for o in at.selectbox(key="bench_report").options if o.startswith("Entailment scorers"))
+    at.selectbox(key="bench_report").select(scifact).run()
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "{'" not in shown and "919 claim–abstract pairs (NEI 355, CONTRADICT 194, SUPPORT 370)" in shown
+
+
+# --- the dense baseline's embedding cache ----------------------------------------------------------------------
+def test_dense_embedding_cache_concurrent_first_writers(tmp_path, monkeypatch):
+    """Two first runs at once wrote the same ``.tmp.npy``; one rename then failed (FileNotFoundError)."""
+    import threading
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from crase_core.evaluation import dense
+
+    class Model:
+        def encode(self, texts, **kw):
+            return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+    barrier = threading.Barrier(2, timeout=10)
+    real_save = np.save
+
+    def save_then_wait(file, arr, *a, **kw):  # both writers finish writing before either renames
+        real_save(file, arr, *a, **kw)
+        barrier.wait()
+
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(dense, "_load_model", Model)
+    monkeypatch.setattr(np, "save", save_then_wait)
+    papers = [SimpleNamespace(id=f"p{i}", text="x" * i) for i in range(5)]
+    source = SimpleNamespace(corpus=SimpleNamespace(papers=papers, name="c", fingerprint="f" * 32))
+    errors: list[BaseException] = []
+
+    def build():
+        try:
+            dense.DenseIndex(source, progress=False)
+        except BaseException as e:  # noqa: BLE001 - recorded and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    folder = tmp_path / "cache" / "dense"
+    assert [p.name for p in folder.iterdir()] == [f"c-{'f' * 16}-{dense.MODEL_NAME}.npy"]  # no temp file left
+    monkeypatch.setattr(np, "save", real_save)
+    again = dense.DenseIndex(source, progress=False)
+    assert again.emb.tolist() == [[float(i), 1.0] for i in range(5)]
