@@ -92,8 +92,8 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     assert (paper.preset, paper.personalization, paper.alpha, paper.text_candidates, paper.ranker) == (
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
-    assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10) \
-        == PipelineSettings()  # the paper differs from the defaults in exactly these knobs
+    assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
+                               fusion="rrf") == PipelineSettings()  # the paper differs in exactly these knobs
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
