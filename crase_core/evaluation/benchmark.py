@@ -81,10 +81,15 @@ def leakage_filter(q: BenchQuery, paper_month: int | None = None) -> SourceFilte
     """The SourceFilter hiding q's paper and everything after its month; None for a query with no paper.
 
     ``paper_month`` overrides the month derived from the id (sources whose ids do not encode one).
+    Raises :class:`InputError` when the month cannot be determined: hiding only the query paper would
+    leave the papers after it visible, i.e. leak the future into the answer.
     """
     if not q.paper_id:
         return None
     month = paper_month if paper_month is not None else month_of_id(q.paper_id)
+    if month is None:
+        raise InputError(f"query {q.qid}: the month of paper {q.paper_id!r} cannot be determined from its id "
+                         "(hep-th style YYMM###); refusing to run it without the leakage filter")
     return SourceFilter(max_month=month, exclude=frozenset({q.paper_id}))
 
 

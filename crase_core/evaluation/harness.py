@@ -40,7 +40,7 @@ from ..cache import stable_hash
 from ..errors import CraseError, InputError
 from ..llm.config import redact_url
 from ..pipeline import Engine
-from ..runtime import RuntimeConfig, build_engine
+from ..runtime import RuntimeConfig, build_engine, local_source
 from ..settings import PipelineSettings
 from .benchmark import BenchQuery, leakage_filter, load_benchmark
 from .methods import METHODS, run_method
@@ -67,6 +67,7 @@ class EvalJob:
     workers: int = 1
     limit: int | None = None
     retry_errors: bool = False
+    variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
 
     def fingerprint(self, queries: list[BenchQuery], engine: Engine | None = None) -> dict[str, Any]:
         """Everything that changes the numbers; ``engine`` (built from ``runtime``) adds the source's
@@ -82,6 +83,7 @@ class EvalJob:
             "age_reference": self.age_reference,
             "corrupt_seeds": self.corrupt_seeds,
             "source_filter": SOURCE_FILTER,
+            **({"variant": self.variant} if self.variant else {}),
         }
         if rt.backend == "openai":  # the endpoint without credentials, and what shapes the answers
             fp["llm"] = {"endpoint": redact_url(rt.llm.base_url), "model": rt.llm.model,
@@ -116,7 +118,12 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
 
             out = corrupted_run(q, engine, settings, job.corrupt_seeds)
         else:
-            out = run_method(job.method, q, engine, settings, dense=dense)
+            kw: dict[str, Any] = {}
+            if job.variant:
+                from .variants import apply_variant
+
+                engine, kw["seeding"] = apply_variant(job.variant, engine, local_source(job.runtime))
+            out = run_method(job.method, q, engine, settings, dense=dense, **kw)
         ranked = out.ranked[: settings.k]
         stats = dict(out.stats)
     except CraseError as e:
