@@ -287,10 +287,12 @@ def test_scorer_badge_data_when_edges_carry_a_scorer(budget_then_trace):
     assert by_id[G.edge_id(kept[0])]["dashes"] == [2, 4] and by_id[G.edge_id(kept[1])]["dashes"] is False
     assert "offline" in by_id[G.edge_id(kept[0])]["tip"]
     assert any(i["text"] == G.SCORER_LABELS["offline"] for i in G.legend_items(t, view))
-    # a run without the field: no scorer anywhere
+    # an offline run: every edge scored offline, none dotted (nothing to tell apart), one legend note
     plain = G.graph_view(trace, "kept graph")
-    assert all(e["scorer"] == "" for e in G.vis_network_data(trace, plain)["edges"])
-    assert not any("scored" in i["text"] for i in G.legend_items(trace, plain))
+    edges = G.vis_network_data(trace, plain)["edges"]
+    assert {e["scorer"] for e in edges} == {"offline"} and not any(e.get("dashes") == [2, 4] for e in edges)
+    assert [i["text"] for i in G.legend_items(trace, plain) if "scored" in i["text"]] == [
+        "all edges " + G.SCORER_LABELS["offline"]]
 
 
 def _inspector_app(trace, citing, cited):
