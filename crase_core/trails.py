@@ -105,7 +105,7 @@ def text_candidate_reason(text_rank: int, query_restart: bool = True) -> str:
     Under the query restart its score is its restart mass; under a seed restart it has none, so the
     reason says it is ranked only by what the walk brings it.
     """
-    how = ("scored by its query restart weight" if query_restart
+    how = ("scored by its full-query text relevance (the query restart and rank fusion)" if query_restart
            else "the seed restart gives it no mass, so only citations from the graph can score it")
     return f"text match #{text_rank} for the full query (a text candidate the expansion did not reach; {how})"
 

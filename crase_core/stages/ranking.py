@@ -192,6 +192,6 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
             node.score = scores.get(node.paper.id, 0.0)
             node.rank = rank_of.get(node.paper.id)
     results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits,
-                             query_restart=settings.personalization == "query")
+                             query_restart=settings.personalization == "query" or settings.fusion != "none")
     emit(progress, "ranking", 1, 1, f"{len(results)} papers")
     return Ranked(ranking, results, warnings)
