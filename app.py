@@ -11,12 +11,19 @@ from __future__ import annotations
 import logging
 import re
 import time
+from functools import partial
 from pathlib import Path
 
 import streamlit as st
 
+from crase_core import export
+from crase_core.cost_report import budget_parts, unit, uses_model
 from crase_core.errors import CraseError
-from crase_core.pipeline import STAGES, StageEvent, clean_query, estimate_budget, run_query
+from crase_core.html_export import to_html
+from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
+from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
+from crase_core.score_words import restart_words, score_sentence
+from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from pages._display import authors_line, load_demo_queries, md_escape
 from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
 from pages._shared import (
@@ -35,6 +42,7 @@ from pages._shared import (
 log = logging.getLogger("crase.app")
 ROOT = Path(__file__).resolve().parent
 STAGE_LABELS = {
+    "open": "Open the corpus and its search index",
     "plan": "Plan sub-queries",
     "seeds": "Search seeds",
     "expansion": "Expand citation graph",
@@ -46,29 +54,45 @@ STAGE_LABELS = {
 PAGE_ICONS = {"evidence": ":material/hub:", "seeds": ":material/spa:", "ranking": ":material/leaderboard:", "audit": ":material/fact_check:", "runs": ":material/history:", "benchmark": ":material/straighten:"}
 
 
-def budget_text(b) -> str:
-    return (f"**Budget: {b.total:,} model calls** = 1 plan + {b.claim_calls:,} claim extractions (|V|) + "
-            f"{b.entailment_calls:,} entailment matrices (|E|); **{b.cached:,} already cached → "
-            f"{b.to_call:,} new calls**.")
+def budget_text(b, model: bool) -> str:
+    """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations."""
+    left = "new calls" if model else "to compute"
+    note = "" if model else " The offline backend runs no model: these are lexical scoring operations."
+    return (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
+            f"cached → {b.to_call:,} {left}**.{note}")
+
+
+BOARD_STAGES = ("open", *STAGES)
 
 
 class ProgressBoard:
-    """One line per pipeline stage, updated from StageEvents, plus the budget once it is known."""
+    """One line per pipeline stage (opening the corpus first), updated from StageEvents, plus the budget
+    once it is known and the elapsed time since the click."""
 
-    def __init__(self, container) -> None:
+    def __init__(self, container, started: float | None = None) -> None:
         self.container = container
         self.budget_slot = container.empty()
-        self.slots = {s: container.empty() for s in STAGES}
+        self.slots = {s: container.empty() for s in BOARD_STAGES}
         self.state: dict[str, StageEvent] = {}
-        self.started = time.perf_counter()
-        for s in STAGES:
+        self.started = started if started is not None else time.perf_counter()
+        self.model = True
+        for s in BOARD_STAGES:
             self.slots[s].markdown(f":material/radio_button_unchecked: {STAGE_LABELS[s]}")
+
+    def opening(self) -> None:
+        self.slots["open"].markdown(f":material/progress_activity: **{STAGE_LABELS['open']}** — the first query "
+                                    "after a start loads the corpus (a few seconds); later ones reuse it")
+
+    def opened(self, engine) -> None:
+        self.model = uses_model(engine.backend.describe())
+        self.state["open"] = StageEvent("open", 1, 1, f"ready ({time.perf_counter() - self.started:.1f} s)")
+        self.slots["open"].markdown(f":material/check_circle: {STAGE_LABELS['open']} — {self.state['open'].message}")
 
     def __call__(self, ev: StageEvent) -> None:
         self.state[ev.stage] = ev
         budget = getattr(ev, "budget", None)
         if budget is not None:
-            self.budget_slot.info(budget_text(budget), icon=":material/calculate:")
+            self.budget_slot.info(budget_text(budget, self.model), icon=":material/calculate:")
         idx = STAGES.index(ev.stage) if ev.stage in STAGES else -1
         for s in STAGES[:idx]:  # earlier stages are done
             prev = self.state.get(s)
@@ -79,10 +103,24 @@ class ProgressBoard:
         self.slots[ev.stage].markdown(f"{icon} **{STAGE_LABELS.get(ev.stage, ev.stage)}**{count} — {md_escape(ev.message)}")
 
     def finish(self) -> None:
-        for s in STAGES:
+        for s in BOARD_STAGES:
             ev = self.state.get(s)
             if ev:
                 self.slots[s].markdown(f":material/check_circle: {STAGE_LABELS[s]} — {md_escape(ev.message)}")
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+def result_link(paper) -> str:
+    """A markdown link to the paper (arXiv / DOI / the source's page) built from validated ids only, or ""."""
+    url = paper_link(paper)
+    if not url:
+        return ""
+    aid = paper_arxiv_id(paper)
+    label = f"arXiv:{aid}" if aid else ("doi.org" if url.startswith("https://doi.org/") else "paper page")
+    return f"[{md_escape(label)}]({url})"
 
 
 def ranked_list(trace) -> None:
@@ -90,13 +128,30 @@ def ranked_list(trace) -> None:
     if not trace.results:
         st.warning("No papers to show for this query.")
         return
-    for r in trace.results:
+    results = trace.results
+    if trace.library is not None and any(r.in_library for r in results):
+        mine = sum(r.in_library for r in results)
+        hide = st.toggle(f"Hide the {mine} {'paper' if mine == 1 else 'papers'} already in your library",
+                         key="hide_library",
+                         help="Show only what is new to you; the ranks stay those of the whole list.")
+        if hide:
+            results = [r for r in results if not r.in_library]
+    restart = restart_words(trace)
+    for r in results:
         p = papers[r.paper_id]
         with st.container(border=True):
             left, right = st.columns([8, 1.3])
-            left.markdown(f"**{r.rank}. {md_escape(p.title)}** · {p.year or 'n.d.'}  \n"
-                          f"{md_escape(authors_line(list(p.authors)))}")
+            mine = " · :green-badge[:material/bookmark: already in your library]" if r.in_library else ""
+            link = result_link(p)
+            left.markdown(f"**{r.rank}. {md_escape(p.title)}** · {p.year or 'n.d.'}{mine}  \n"
+                          f"{md_escape(authors_line(list(p.authors)))}" + (f" · {link}" if link else ""))
             left.caption(f"Why it is here: {md_escape(r.reason)}")
+            left.caption(f"Score: {md_escape(score_sentence(trace, r))}", help=f"{trace.ranking.ranker.upper()} over the "
+                         f"pruned evidence graph; {restart}. The score is the paper's share of where the walk spends "
+                         "its time, so it sums to 1 over the graph.")
+            if p.abstract:
+                with left.expander("Abstract"):
+                    st.markdown(md_escape(p.abstract))
             right.markdown(f"<div style='text-align:right;color:#56616c;font-size:.8rem'>score</div>"
                            f"<div style='text-align:right;font-weight:600;font-size:1.05rem'>{r.score:.4f}</div>",
                            unsafe_allow_html=True)  # a number only
@@ -105,17 +160,69 @@ def ranked_list(trace) -> None:
                 st.switch_page(graph_page)
 
 
+def coverage_notice(coverage) -> None:
+    """The weak-match notice, when the corpus has little on the query."""
+    if coverage is not None and coverage.weak:
+        st.warning(md_escape(coverage.notice), icon=":material/travel_explore:")
+
+
 def run_summary(trace) -> None:
     c = trace.stage_counts()
+    model = trace.model_ran
     cols = st.columns(6)
     cols[0].metric("seeds kept", f"{c['seeds_kept']} / {c['seeds']}")
     cols[1].metric("papers kept", f"{c['nodes_kept']:,} / {c['nodes']:,}")
     cols[2].metric("edges kept", f"{c['edges_kept']:,} / {c['edges']:,}")
-    cols[3].metric("model calls", f"{trace.counters.model_calls:,}", help="Calls made in this run (cache hits excluded).")
+    if model:
+        ct = trace.counters
+        cols[3].metric("model calls", f"{ct.model_calls:,}", help=f"Calls made in this run (cache hits excluded); "
+                       f"{ct.prompt_tokens:,} prompt + {ct.completion_tokens:,} completion tokens.")
+    else:
+        cols[3].metric("scoring operations", f"{trace.counters.model_calls:,}",
+                       help="Plan, claim extractions and edge matrices computed in this run by the offline backend "
+                       "(cache hits excluded). It runs no model: no model calls, no tokens, no cost.")
     cols[4].metric("cache hits", f"{trace.counters.cache_hits:,}")
-    cols[5].metric("time", f"{sum(trace.timings.values()):.1f} s")
+    pipeline_s = sum(trace.timings.values())
+    total = st.session_state.get("elapsed", {}).get(trace.run_id)
+    if total is not None:
+        cols[5].metric("total time", f"{total:.1f} s", help=f"From the click to the results, opening the corpus "
+                       f"included; the pipeline itself took {pipeline_s:.1f} s.")
+    else:
+        cols[5].metric("pipeline time", f"{pipeline_s:.1f} s", help="The stages' own time, as recorded in the run.")
+    if model:
+        ct = trace.counters
+        st.caption(f"Model: {md_escape(trace.backend.get('backend', '?'))} · {ct.prompt_tokens:,} prompt + "
+                   f"{ct.completion_tokens:,} completion tokens · {ct.failures:,} failures · {ct.repairs:,} repairs")
+    notice = trace.coverage.notice if trace.coverage is not None and trace.coverage.weak else None
     for w in trace.warnings:
-        st.warning(md_escape(w))
+        if w != notice:
+            st.warning(md_escape(w))
+
+
+def library_input() -> ParsedLibrary | None:
+    """The papers the user already has (pasted ids, an uploaded BibTeX file), or None when none given."""
+    with st.expander("Start from what you know — your papers (optional)", expanded=False):
+        st.caption("Paste arXiv ids or DOIs, or upload a BibTeX file. Papers the corpus has become seeds of the "
+                   "run, and every paper you already have is marked in the results and the graph, so the list "
+                   "shows what is new. Each paper found is expanded like any seed, so a much-cited one widens the "
+                   "graph a lot: **Estimate budget** shows the cost first.")
+        text = st.text_area("arXiv ids or DOIs", key="library_ids", height=80,
+                            placeholder="hep-th/9711200, arXiv:0704.0001, 10.1103/PhysRevLett.80.4859 …")
+        upload = st.file_uploader("BibTeX file", type=["bib", "bibtex", "txt"], key="library_bib")
+        parsed = ParsedLibrary()
+        try:
+            if text and text.strip():
+                parsed.extend(parse_ids(text))
+            if upload is not None:
+                parsed.extend(parse_library(upload.getvalue().decode("utf-8", errors="replace")))
+        except CraseError as e:
+            st.error(f"Your library: {e}", icon=":material/error:")
+            return None
+        if parsed.entries or parsed.unreadable:
+            st.caption(f"{len(parsed.entries):,} papers read" + (
+                f"; skipped {len(parsed.unreadable):,}: {md_escape('; '.join(parsed.unreadable[:5]))}"
+                + ("…" if len(parsed.unreadable) > 5 else "") if parsed.unreadable else ""))
+    return parsed if parsed.entries else None
 
 
 def save_and_open(trace) -> None:
@@ -148,6 +255,7 @@ def search_page() -> None:
     operator = guarded(operator_settings, "The server's settings are invalid")
     if operator is None:
         return
+    library = library_input()
     with st.expander("Run settings", expanded=False):
         choices = runtime_form(operator)
         st.divider()
@@ -155,32 +263,53 @@ def search_page() -> None:
     b1, b2, _ = st.columns([1, 1, 4])
     go = b1.button("Search", type="primary", width="stretch", icon=":material/search:")
     estimate = b2.button("Estimate budget", width="stretch", icon=":material/calculate:",
-                         help="Plan, search seeds and expand the graph, then count the model calls the run needs "
+                         help="Plan, search seeds and expand the graph, then count the work the run needs "
                          "(1 + |V| + |E|, less cached) without extracting claims or scoring edges.")
     autorun = st.session_state.pop("autorun", False)
     if settings is None:
         return
     engine_key = choices_json(choices)
+    clicked = time.perf_counter()
     if estimate or go or autorun:
         try:
-            clean_query(query)
+            q = clean_query(query)
         except CraseError as e:  # say what is wrong before any stage starts
             st.error(str(e), icon=":material/error:")
             return
+    seeding: SeedingStage = search_seeds if library is None else LibrarySeeding(library.entries)
     if estimate:
-        engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
-        if engine is not None:
-            with st.spinner("Planning, searching and expanding to count the model calls…"):
-                b = guarded(lambda: estimate_budget(query, engine, settings), "Could not estimate the budget")
-            if b is not None:
-                st.info(budget_text(b), icon=":material/calculate:")
+        with st.status("Counting the work this query needs…", expanded=True) as status:
+            board = ProgressBoard(status, clicked)
+            board.opening()
+            engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
+            build = None
+            if engine is not None:
+                board.opened(engine)
+                build = guarded(partial(build_graph, query, engine, settings, progress=board, seeding=seeding),
+                                "Could not estimate the budget")
+            status.update(label=f"Estimated in {board.elapsed:.1f} s" if build else "The estimate failed",
+                          state="complete" if build else "error", expanded=False)
+        if build is not None:
+            st.info(budget_text(build.budget, board.model), icon=":material/calculate:")
+            coverage_notice(build.seeding.coverage)
+        open_run = st.session_state.get("trace")
+        if open_run is not None and open_run.query != q:
+            # never show another query's results under this estimate
+            st.caption("The results of the open run (another query) are hidden while this estimate is shown; "
+                       "press **Search** to run this query, or reopen that run on the **Runs** page.")
+            return
     if go or autorun:
-        engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
-        if engine is not None:
-            with st.status("Running the pipeline…", expanded=True) as status:
-                board = ProgressBoard(status)
+        with st.status("Running the pipeline…", expanded=True) as status:
+            board = ProgressBoard(status, clicked)
+            board.opening()
+            engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
+            trace = None
+            if engine is None:
+                status.update(label="Could not open the source", state="error", expanded=True)
+            else:
+                board.opened(engine)
                 try:
-                    trace = run_query(query, engine, settings, progress=board)
+                    trace = run_query(query, engine, settings, progress=board, seeding=seeding)
                 except CraseError as e:
                     status.update(label="The run stopped", state="error", expanded=True)
                     st.error(str(e), icon=":material/error:")
@@ -192,11 +321,14 @@ def search_page() -> None:
                     trace = None
                 if trace is not None:
                     board.finish()
-                    elapsed = time.perf_counter() - board.started
+                    elapsed = board.elapsed
                     status.update(label=f"Done in {elapsed:.1f} s — {len(trace.results)} papers", state="complete",
                                   expanded=False)
-            if trace is not None:
-                save_and_open(trace)
+        if trace is not None:
+            save_and_open(trace)
+            opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
+            if opened is not None:
+                st.session_state.setdefault("elapsed", {})[opened.run_id] = board.elapsed
     trace = st.session_state.get("trace")
     if trace is None or trace_problem(trace) is not None:
         if trace is not None:
@@ -206,10 +338,34 @@ def search_page() -> None:
     st.subheader("Results")
     trace_notice()
     run_caption(trace)
+    coverage_notice(trace.coverage)
     run_summary(trace)
     with st.expander("Download", expanded=False):
         downloads(trace, key="search")
+    html_share(trace)
     ranked_list(trace)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Writing the HTML file…")
+def html_bytes(_trace, run_id: str) -> bytes:
+    """The run's one-file HTML share (computed once per run content id; bytes are immutable)."""
+    return to_html(_trace).encode("utf-8")
+
+
+def html_share(trace) -> None:
+    """Share the run as one self-contained HTML file. Laying out the graph takes a few seconds on a large run,
+    so the file is made on request (once per run), then offered like the other downloads (bytes, no rerun)."""
+    if st.session_state.get("html_ready") != trace.run_id:
+        st.button("Prepare a shareable HTML file", key="search_html_prepare", icon=":material/share:",
+                  on_click=lambda: st.session_state.update(html_ready=trace.run_id),
+                  help="One self-contained page: the evidence graph, the ranked list, and every edge's matrix, "
+                  "claims and decision. It opens from disk with no server or network.")
+    else:
+        data = guarded(lambda: html_bytes(trace, trace.run_id), "Could not write the HTML file")
+        if data is not None:
+            st.download_button("Share as one HTML file (opens offline)", data=data,
+                               file_name=f"{export.filename_stem(trace)}.html", mime="text/html", key="search_html",
+                               on_click="ignore", icon=":material/download:")
 
 
 def _discover_pages() -> list:

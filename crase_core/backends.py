@@ -18,23 +18,32 @@ from .termstats import TermStats
 
 @dataclass
 class ModelBackend:
-    """Planner + claim extractor + entailment scorer, and a secret-free description."""
+    """Planner + claim extractor + entailment scorer, and a secret-free description.
+
+    ``fallback``: the offline backend that decides what this (paid) backend is not asked, or
+    answered unusably (the cascade of :mod:`crase_core.stages.scoring`); None: this backend decides
+    everything itself (the offline backend, test doubles).
+    """
 
     name: str
     planner: Planner
     extractor: ClaimExtractor
     scorer: EntailmentScorer
+    fallback: ModelBackend | None = None
 
     def describe(self) -> dict[str, str]:
-        return {
+        out = {
             "backend": self.name,
             "planner": self.planner.identity,
             "extractor": self.extractor.identity,
             "scorer": self.scorer.identity,
         }
+        if self.fallback is not None:
+            out["fallback_scorer"] = self.fallback.scorer.identity
+        return out
 
     def close(self) -> None:
-        for part in (self.planner, self.extractor, self.scorer):
+        for part in (self.planner, self.extractor, self.scorer, self.fallback):
             closer: Any = getattr(part, "close", None)
             if callable(closer):
                 closer()

@@ -1,13 +1,17 @@
 """``crase`` command line: ``crase query "..."``, ``crase show trace.json``.
 
 Errors a user can act on print one line on stderr and exit with status 2;
-nothing prints a traceback unless ``--debug`` is given.
+nothing prints a traceback unless ``--debug`` is given. When the reader of
+stdout goes away (``crase query … | head -1``) the command stops quietly with
+status 141 (128 + SIGPIPE), as other Unix tools do; a ``--json`` trace is
+written before anything is printed, so it is never lost that way.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -16,15 +20,36 @@ from pathlib import Path
 from . import trace as trace_io
 from .atomic import check_writable
 from .config import add_arguments, settings_from_args
-from .errors import CraseError
+from .cost_report import budget_summary, cost_summary
+from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
-from .pipeline import StageEvent, run_query
+from .pipeline import StageEvent, model_mostly_failed, run_query
 from .redaction import install_log_filter
 from .runtime import build_engine
+from .stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from .terminal import printable
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
+
+#: exit status after the reader of stdout went away (128 + SIGPIPE, what a shell shows for `yes | head -1`).
+EXIT_BROKEN_PIPE = 141
+
+
+def query_text(arg: str) -> str:
+    """The query argument as text: bytes that are not UTF-8 (kept by Python as surrogate escapes) are an
+    :class:`InputError` naming the first bad byte; terminal escape sequences and control characters are
+    removed (:func:`~crase_core.terminal.printable`), so they never become search words."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(arg)
+        try:
+            arg = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"the query is not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
+                             "set your terminal to UTF-8 or retype the query") from None
+    return printable(arg)
 
 
 # ---- output -----------------------------------------------------------------------------------------
@@ -58,7 +83,8 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     for r in shown:
         p = papers[r.paper_id]
         authors = printable(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else ""))
-        head = f"{r.rank:>3}. [{r.score:.4f}] {printable(p.title)} ({p.year or 'n.d.'}) — {printable(p.id)}"
+        mark = " [in your library]" if r.in_library else ""
+        head = f"{r.rank:>3}. [{r.score:.4f}]{mark} {printable(p.title)} ({p.year or 'n.d.'}) — {printable(p.id)}"
         lines.append(textwrap.shorten(head, width=width, placeholder="…"))
         if authors:
             lines.append(textwrap.shorten(f"       {authors}", width=width, placeholder="…"))
@@ -71,15 +97,44 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         f"Stages: {c['subqueries']} sub-queries → {c['seeds']} seeds ({c['seeds_kept']} kept) → "
         f"|V| {c['nodes']} / |E| {c['edges']} → kept {c['nodes_kept']} nodes / {c['edges_kept']} edges → "
         f"{c['results']} results",
-        f"Budget: 1 + |V| + |E| = {b.total:,} model calls; {b.cached:,} cached, {b.to_call:,} to call",
-        f"Cost:   {ct.model_calls:,} model calls, {ct.prompt_tokens:,} + {ct.completion_tokens:,} tokens, "
+        f"Budget: 1 + |V| + |E| = {budget_summary(b, trace.model_ran)}",
+        f"Cost:   {cost_summary(ct, trace.model_ran)}, "
         f"cache {ct.cache_hits:,} hits / {ct.cache_misses:,} misses, {ct.search_calls} searches, "
         f"{ct.external_calls} external calls, {ct.failures} failures, {ct.repairs} repairs",
-        "Time:   " + ", ".join(f"{printable(k)} {v:.2f}s" for k, v in trace.timings.items()),
+        "Time:   " + ", ".join(f"{printable(k)} {v:.2f}s" for k, v in trace.timings.items())
+        + f" (total {sum(trace.timings.values()):.2f}s)",
         printable(f"Source: {trace.source} (filter: {trace.source_filter}); backend: {trace.backend.get('backend')} "
                   f"[{trace.backend.get('extractor')}, {trace.backend.get('scorer')}]"),
     ]
+    if trace.library is not None:
+        lib = trace.library
+        found = lib.found_ids
+        lines.append(printable(f"Library: {len(lib.items):,} papers given, {len(found):,} found in the source "
+                               f"({sum(i.seed for i in lib.items):,} used as seeds), "
+                               f"{sum(r.in_library for r in shown):,} of the {len(shown)} results already yours"))
     return "\n".join(lines)
+
+
+def read_library(ids: Sequence[str] | None, bib: Path | None):
+    """The user's papers from ``--seed-ids`` and ``--library FILE`` (BibTeX or a list of ids), or None."""
+    from .library import ParsedLibrary, parse_ids, parse_library
+
+    if not ids and bib is None:
+        return None
+    parsed = ParsedLibrary()
+    if ids:
+        parsed.extend(parse_ids(" ".join(ids)))
+    if bib is not None:
+        try:
+            text = bib.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise InputError(f"cannot read the library file {bib}: {e.strerror or e}") from None
+        parsed.extend(parse_library(text))
+    for bad in parsed.unreadable[:10]:
+        print(f"crase: note: library: skipped {printable(bad)}", file=sys.stderr)
+    if not parsed.entries:
+        raise InputError("the library holds no arXiv id or DOI that could be read")
+    return parsed
 
 
 # ---- commands ------------------------------------------------------------------------------------------
@@ -88,16 +143,23 @@ def cmd_query(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.json:
         check_writable(args.json)  # fail now, not after the whole run
+    library = read_library(args.seed_ids, args.library)
+    query = query_text(args.query)
     engine = build_engine(settings.runtime)
     progress = None if args.quiet else _progress_printer(sys.stderr)
+    seeding: SeedingStage = search_seeds if library is None else LibrarySeeding(library.entries)
     try:
-        trace = run_query(args.query, engine, settings.pipeline, progress=progress)
+        trace = run_query(query, engine, settings.pipeline, progress=progress, seeding=seeding)
     finally:
         engine.backend.close()
+    path = trace_io.save(trace, args.json) if args.json else None  # saved first: a closed stdout cannot lose it
     print(format_trace(trace, settings.pipeline.k))
-    if args.json:
-        path = trace_io.save(trace, args.json)
+    if path is not None:
         print(f"\nTrace written to {path}")
+    if model_mostly_failed(trace):
+        print("crase: most model answers were unusable (see the notes above); fix the endpoint and rerun with "
+              "--retry-failures", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -111,6 +173,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from . import atomic
+    from .html_export import to_html
+
+    check_writable(args.out)
+    trace = trace_io.load(args.trace)
+    path = atomic.write_text(args.out, to_html(trace))
+    print(f"Wrote {path} (open it in a browser; it needs no server and no network)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crase", description="Auditable scholarly search over a citation graph.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -121,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(q)
     q.add_argument("--json", metavar="PATH", help="write the run trace (JSON) to PATH")
     q.add_argument("--quiet", action="store_true", help="no per-stage progress on stderr")
+    q.add_argument("--library", type=Path, metavar="FILE", help="your papers (BibTeX, or arXiv ids/DOIs one per "
+                   "line): those in the source seed the run and are marked in the results")
+    q.add_argument("--seed-ids", nargs="+", metavar="ID", help="arXiv ids or DOIs of papers you have (as --library)")
     q.set_defaults(func=cmd_query)
 
     s = sub.add_parser("show", help="print a saved run trace")
@@ -129,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--edges", action="store_true", help="also list every edge decision")
     s.set_defaults(func=cmd_show)
 
+    x = sub.add_parser("export", help="write a saved run as one self-contained HTML file (graph, list, evidence)")
+    x.add_argument("trace", type=Path, help="trace JSON written by `crase query --json` or saved by the app")
+    x.add_argument("--format", choices=("html",), default="html", help="export format (html)")
+    x.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file to write")
+    x.set_defaults(func=cmd_export)
+
     add_eval_parser(sub)
     return parser
 
@@ -136,10 +218,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.DEBUG if args.debug else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # a library that sets its own logger to DEBUG (bm25s) stays quiet
+        handler.setLevel(level)
     install_log_filter()  # no credentials in any log line, --debug included
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except CraseError as e:
         print(f"crase: error: {printable(e)}", file=sys.stderr)
         return 2
@@ -151,6 +241,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"crase: internal error ({type(e).__name__}: {printable(e)}); rerun with --debug for details", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail again on the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

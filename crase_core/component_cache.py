@@ -8,9 +8,18 @@ one :class:`~crase_core.records.Counters`.
 
 Caching rule: a result is cached when the model answered usably, and also when
 it answered *unusably after its retries* (an error starting with
-:data:`OUTPUT_FAILURE_PREFIX`): asking again gets the same answer from the same
-model and prompt, so a repeated query costs no new call. Transport failures
-(timeouts, 5xx, refused connections) are never cached.
+:data:`OUTPUT_FAILURE_PREFIX`): asking again usually gets the same answer from
+the same model and prompt, so a repeated query costs no new call. A cached
+failure is stored with the time it happened and is told apart from an answer
+(``cached`` and the ``"model output:"`` error; the cascade says so in the edge's reason): it expires after
+:data:`FAILURE_TTL_S`, and ``retry_failures=True`` (``--retry-failures``) asks
+again regardless, so a fixed server is used at once. Transport failures
+(timeouts, 5xx, refused connections) and items the budget did not reach
+(``"budget: …"``) are never cached.
+
+Budget: every model call goes through the run's :class:`~crase_core.spend.SpendMeter`
+(components that declare ``metered`` check each HTTP attempt themselves; for the
+others each item's reported calls are charged after the fact).
 
 Keys are ``kind|identity|…`` (see :mod:`crase_core.cache`); ``identity`` names
 the component and its prompt/algorithm version, so changing either misses.
@@ -19,7 +28,8 @@ the component and its prompt/algorithm version, so changing either misses.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +37,7 @@ import numpy as np
 from .backends import ModelBackend
 from .cache import ResultCache, result_key, stable_hash
 from .records import CLAIM_TYPES, Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
+from .spend import SpendMeter, is_budget_failure
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +49,26 @@ Edge = tuple[str, str]
 OUTPUT_FAILURE_PREFIX = "model output:"
 
 
+#: a cached unusable answer is asked again after this many seconds (a server may have been fixed).
+FAILURE_TTL_S = 24 * 3600.0
+#: how a reused cached failure is described (the trace marks it with ``cached`` and its ``model output:`` error)
+CACHED_FAILURE_NOTE = ("cached unusable answer from an earlier run (asked again after 24 h, or at once with "
+                       "--retry-failures)")
+
+
 def is_output_failure(error: object) -> bool:
     """True for a model-output failure (cached), False for no error or a transport failure (not cached)."""
     return isinstance(error, str) and error.startswith(OUTPUT_FAILURE_PREFIX)
+
+
+def failure_is_fresh(value: object, now: float, retry_failures: bool) -> bool:
+    """Whether a cached failure may be reused: stamped, younger than :data:`FAILURE_TTL_S`, no retry asked."""
+    if retry_failures or not isinstance(value, dict):
+        return False
+    at = value.get("failed_at")
+    return isinstance(at, int | float) and not isinstance(at, bool) and 0 <= now - at < FAILURE_TTL_S
+
+
 
 
 # ---- keys (byte-identical to the keys of earlier versions: existing caches stay valid) ---------------------
@@ -67,11 +95,12 @@ def matrix_key(identity: str, citing: Sequence[Claim], cited: Sequence[Claim], *
 
 
 # ---- (de)serialisation -----------------------------------------------------------------------------------
-def plan_to_cache(plan: PlanResult) -> dict[str, Any] | None:
+def plan_to_cache(plan: PlanResult, now: float | None = None) -> dict[str, Any] | None:
     """The cache value of a fresh plan; None when it must not be cached (transport failure, empty plan)."""
     if plan.error:
         if is_output_failure(plan.error):
-            return {"subqueries": [], "error": plan.error, "notes": list(plan.notes)}
+            return {"subqueries": [], "error": plan.error, "notes": list(plan.notes),
+                    "failed_at": time.time() if now is None else now}
         return None
     if not plan.subqueries:
         return None
@@ -92,13 +121,13 @@ def plan_from_cache(query: str, L: int, identity: str, value: object) -> PlanRes
     return PlanResult(query, subqueries[:L], identity, error=error, notes=list(notes), cached=True)
 
 
-def claimset_to_cache(cs: ClaimSet) -> dict[str, Any]:
-    """The cache value of a claim set (claims as 5-item lists)."""
+def claimset_to_cache(cs: ClaimSet, now: float | None = None) -> dict[str, Any]:
+    """The cache value of a claim set (claims as 5-item lists; a failure with its time)."""
     return {
         "claims": [[c.id, c.type, c.text, c.source_phrase, c.verbatim] for c in cs.claims],
         "title_only": cs.title_only,
         "notes": list(cs.notes),
-        **({"error": cs.error} if cs.error else {}),
+        **({"error": cs.error, "failed_at": time.time() if now is None else now} if cs.error else {}),
     }
 
 
@@ -108,8 +137,8 @@ def claimset_from_cache(paper_id: str, identity: str, value: object) -> ClaimSet
         return None
     try:
         if is_output_failure(value.get("error")) and value.get("claims") == []:
-            return ClaimSet(paper_id, [], identity, error=value["error"], notes=list(value.get("notes", [])),
-                            cached=True)
+            return ClaimSet(paper_id, [], identity, error=value["error"],
+                            notes=list(value.get("notes", [])), cached=True)
         claims = [Claim(i, t, x, s, bool(v)) for i, t, x, s, v in value["claims"]]
         if not claims or any(c.type not in CLAIM_TYPES or not isinstance(c.text, str) for c in claims):
             return None
@@ -119,10 +148,12 @@ def claimset_from_cache(paper_id: str, identity: str, value: object) -> ClaimSet
         return None
 
 
-def matrix_to_cache(em: EdgeMatrix) -> object | None:
-    """The cache value of a fresh matrix: the rows, ``{"error": …}`` for an output failure, else None."""
+def matrix_to_cache(em: EdgeMatrix, now: float | None = None) -> object | None:
+    """The cache value of a fresh matrix: the rows, ``{"error", "failed_at"}`` for an output failure, else None."""
     if em.error:
-        return {"error": em.error} if is_output_failure(em.error) else None
+        if is_output_failure(em.error):
+            return {"error": em.error, "failed_at": time.time() if now is None else now}
+        return None
     return em.matrix
 
 
@@ -143,43 +174,79 @@ def matrix_from_cache(value: object, n_u: int, n_v: int, identity: str) -> EdgeM
 
 class ComponentCache:
     """Plan per query, claims per paper, matrix per edge: from the cache when it holds them, else from
-    the backend (and then into the cache), with every cost added to ``counters``.
+    the backend (and then into the cache), with every cost added to ``counters`` and ``meter``.
 
-    ``cache`` may be None (nothing is read or written; every item counts as a miss).
+    ``cache`` may be None (nothing is read or written; every item counts as a miss). ``meter`` is the
+    run's budget (default: no limit); ``retry_failures`` treats every cached failure as a miss;
+    ``clock`` gives the time failures are stamped with and expire by.
     """
 
-    def __init__(self, backend: ModelBackend, cache: ResultCache | None, counters: Counters | None = None):
+    def __init__(self, backend: ModelBackend, cache: ResultCache | None, counters: Counters | None = None, *,
+                 meter: SpendMeter | None = None, retry_failures: bool = False,
+                 clock: Callable[[], float] = time.time):
         self.backend = backend
         self.cache = cache
         self.counters = counters if counters is not None else Counters()
+        self.meter = meter if meter is not None else SpendMeter()
+        self.retry_failures = retry_failures
+        self.clock = clock
         self._digests: dict[str, tuple[ClaimSet, str]] = {}
 
     @property
     def scorer_identity(self) -> str:
         return self.backend.scorer.identity
 
+    @property
+    def fallback(self) -> ModelBackend | None:
+        return self.backend.fallback
+
+    def _reusable(self, value: object, failed: bool) -> bool:
+        return not failed or failure_is_fresh(value, self.clock(), self.retry_failures)
+
     # ---- plan -------------------------------------------------------------------------------------------
     def plan(self, query: str, L: int) -> PlanResult:
-        """The plan of ``query`` (at most ``L`` sub-queries; possibly none, with ``error`` set)."""
+        """The plan of ``query`` (at most ``L`` sub-queries; possibly none, with ``error`` set).
+
+        With a fallback backend: when the budget has no call left, or the model's plan failed, the
+        fallback's plan is used (its ``error`` keeps what went wrong, its notes say so).
+        """
         identity = self.backend.planner.identity
         key = plan_key(identity, query, L)
-        plan = plan_from_cache(query, L, identity, self._get([key]).get(key))
-        if plan is not None:
+        raw = self._get([key]).get(key)
+        plan = plan_from_cache(query, L, identity, raw)
+        if plan is not None and self._reusable(raw, bool(plan.error)):
             self.counters.cache_hits += 1
             self.counters.failures += 1 if plan.error else 0
+            return self._plan_fallback(plan, query, L)
+        if self.fallback is not None and self.meter.admit([0]) == 0:
+            plan = self.fallback.planner.plan(query, L)
+            plan.subqueries = plan.subqueries[:L]
+            plan.notes.append("the model budget allows no call: the offline planner made the plan")
             return plan
-        plan = self.backend.planner.plan(query, L)
+        planner: Any = self.backend.planner
+        plan = planner.plan(query, L, meter=self.meter) if getattr(planner, "metered", False) else planner.plan(query, L)
         plan.subqueries = plan.subqueries[:L]
         self.counters.cache_misses += 1
-        self._charge(plan.usage, plan.error, ())  # (repairs of a plan are not counted, as before)
-        value = plan_to_cache(plan)
+        self._charge(plan.usage, plan.error, (), metered=getattr(planner, "metered", False))
+        value = plan_to_cache(plan, self.clock())
         if value is not None:
             self._set({key: value})
-        return plan
+        return self._plan_fallback(plan, query, L)
+
+    def _plan_fallback(self, plan: PlanResult, query: str, L: int) -> PlanResult:
+        if not plan.error or self.fallback is None:
+            return plan
+        offline = self.fallback.planner.plan(query, L)
+        offline.subqueries = offline.subqueries[:L]
+        offline.error, offline.cached = plan.error, plan.cached
+        offline.notes = [*plan.notes, f"the model's plan failed: the offline planner ({offline.planner}) made it"]
+        offline.usage = plan.usage
+        return offline
 
     # ---- claims -----------------------------------------------------------------------------------------
     def cached_claims(self, papers: Sequence[Paper]) -> dict[str, ClaimSet]:
-        """The claim sets the cache holds for ``papers`` (by paper id); corrupt entries are left out."""
+        """The claim sets the cache holds for ``papers`` (by paper id); corrupt entries and expired (or
+        to-be-retried) failures are left out."""
         identity = self.backend.extractor.identity
         keys = {p.id: claims_key(identity, p) for p in papers}
         raw = self._get(keys.values())
@@ -191,6 +258,8 @@ class ComponentCache:
             if cs is None:
                 log.warning("corrupt cached claims for %s; recomputing", pid)
                 continue
+            if not self._reusable(raw[key], bool(cs.error)):
+                continue
             found[pid] = cs
         self.counters.cache_hits += len(found)
         self.counters.failures += sum(1 for cs in found.values() if cs.error)
@@ -199,19 +268,23 @@ class ComponentCache:
     def extract(self, papers: Sequence[Paper]) -> list[ClaimSet]:
         """Extract the claims of ``papers`` (one backend batch), cache them, count the cost."""
         identity = self.backend.extractor.identity
-        results = self.backend.extractor.extract_many(list(papers))
+        extractor: Any = self.backend.extractor
+        metered = getattr(extractor, "metered", False)
+        papers = list(papers)
+        results = extractor.extract_many(papers, meter=self.meter) if metered else extractor.extract_many(papers)
         self.counters.cache_misses += len(papers)
         fresh: dict[str, Any] = {}
         for paper, cs in zip(papers, results, strict=True):
-            self._charge(cs.usage, cs.error, cs.notes)
+            self._charge(cs.usage, cs.error, cs.notes, metered=metered)
             if not cs.error or is_output_failure(cs.error):
-                fresh[claims_key(identity, paper)] = claimset_to_cache(cs)
+                fresh[claims_key(identity, paper)] = claimset_to_cache(cs, self.clock())
         self._set(fresh)
         return results
 
     # ---- matrices ---------------------------------------------------------------------------------------
     def cached_matrices(self, claims: Mapping[str, ClaimSet], edges: Sequence[Edge]) -> dict[Edge, EdgeMatrix]:
-        """The matrices the cache holds for ``edges`` (both ends in ``claims``); corrupt ones left out."""
+        """The matrices the cache holds for ``edges`` (both ends in ``claims``); corrupt ones and expired
+        (or to-be-retried) failures left out."""
         identity = self.scorer_identity
         keys = {e: self._matrix_key(claims, e) for e in edges}
         raw = self._get(keys.values())
@@ -223,6 +296,8 @@ class ComponentCache:
             if em is None:
                 log.warning("corrupt cached matrix for %s→%s; recomputing", *e)
                 continue
+            if not self._reusable(raw[key], bool(em.error)):
+                continue
             found[e] = em
         self.counters.cache_hits += len(found)
         self.counters.failures += sum(1 for em in found.values() if em.error)
@@ -230,24 +305,35 @@ class ComponentCache:
 
     def score(self, claims: Mapping[str, ClaimSet], edges: Sequence[Edge]) -> list[EdgeMatrix]:
         """Score ``edges`` (one backend batch; both ends must have claims), cache, count the cost."""
-        results = self.backend.scorer.score_many([(claims[u].claims, claims[v].claims) for u, v in edges])
+        scorer: Any = self.backend.scorer
+        metered = getattr(scorer, "metered", False)
+        pairs = [(claims[u].claims, claims[v].claims) for u, v in edges]
+        results = scorer.score_many(pairs, meter=self.meter) if metered else scorer.score_many(pairs)
         self.counters.cache_misses += len(edges)
         fresh: dict[str, Any] = {}
         for e, em in zip(edges, results, strict=True):
-            self._charge(em.usage, em.error, em.notes)
-            value = matrix_to_cache(em)
+            self._charge(em.usage, em.error, em.notes, metered=metered)
+            value = matrix_to_cache(em, self.clock())
             if value is not None:
                 fresh[self._matrix_key(claims, e)] = value
         self._set(fresh)
         return results
 
     # ---- internals --------------------------------------------------------------------------------------
-    def _charge(self, usage: Usage, error: str | None, notes: Sequence[str]) -> None:
-        """Add one backend result's cost: at least one call, its tokens, a failure, a repair."""
-        self.counters.model_calls += max(1, usage.calls)
+    def _charge(self, usage: Usage, error: str | None, notes: Sequence[str], *, metered: bool = False) -> None:
+        """Add one backend result's cost: its calls (at least one unless metered), tokens, a failure, a repair.
+
+        A metered component charged the meter attempt by attempt already; for the others the meter is
+        charged here. An item the budget did not reach is not a failure of the model.
+        """
+        calls = usage.calls if metered else max(1, usage.calls)
+        self.counters.model_calls += calls
         self.counters.prompt_tokens += usage.prompt_tokens
         self.counters.completion_tokens += usage.completion_tokens
-        if error:
+        if not metered:
+            self.meter.calls += calls
+            self.meter.tokens += usage.prompt_tokens + usage.completion_tokens
+        if error and not is_budget_failure(error):
             self.counters.failures += 1
         if any("repair" in note for note in notes):
             self.counters.repairs += 1

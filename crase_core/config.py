@@ -45,6 +45,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -62,6 +64,8 @@ from .sources.s2_http import S2Settings
 log = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "default"
+#: the largest settings file read (a cap, so /dev/zero or a huge file cannot hang or exhaust memory).
+MAX_SETTINGS_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -124,14 +128,32 @@ def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, An
     """(section values, endpoint tables) of a TOML/JSON settings file; unknown names are an error."""
     p = Path(path).expanduser()
     try:
-        raw = p.read_text(encoding="utf-8")
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))  # a FIFO cannot block
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"cannot read the settings file {p}: not a regular file")
+            data_bytes = f.read(MAX_SETTINGS_BYTES + 1)
     except OSError as e:
-        raise InputError(f"cannot read the settings file {p}: {e.strerror}") from None
+        raise InputError(f"cannot read the settings file {p}: {e.strerror or e}") from None
+    if len(data_bytes) > MAX_SETTINGS_BYTES:
+        raise InputError(f"the settings file {p} is larger than {MAX_SETTINGS_BYTES >> 10} KiB; "
+                         "is it the right file?")
+    try:
+        raw = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data_bytes[: e.start].count(b"\n") + 1
+        raise InputError(f"the settings file {p} is not UTF-8 text (byte 0x{data_bytes[e.start]:02x} on "
+                         f"line {line}); save it as UTF-8") from None
     toml = p.suffix.lower() == ".toml"
     try:
         data = tomllib.loads(raw) if toml else json.loads(raw)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError):
-        raise InputError(f"the settings file {p} is not valid {'TOML' if toml else 'JSON'}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"the settings file {p} is not valid TOML ({e})") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"the settings file {p} is not valid JSON ({e.msg} at line {e.lineno}, "
+                         f"column {e.colno})") from None
+    except RecursionError:
+        raise InputError(f"the settings file {p} is nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(f"the settings file {p} must hold a table of sections")
     unknown = sorted(set(data) - set(SECTIONS) - {"endpoints"})
@@ -149,6 +171,8 @@ def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, An
             raise InputError(f"the settings file {p}: unknown [{section}] setting(s) {', '.join(bad)}; "
                              f"valid: {', '.join(names)}")
         values[section] = {k: coerce(names[k], v, f"{section}.{k}") for k, v in table.items()}
+        for k, v in values[section].items():
+            check_value(names[k], v, f"the settings file {p}: {section}.{k}")
     endpoints = data.get("endpoints", {})
     if not isinstance(endpoints, dict) or not all(isinstance(v, dict) for v in endpoints.values()):
         raise InputError(f"the settings file {p}: [endpoints.NAME] entries must be tables")

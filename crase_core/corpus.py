@@ -89,7 +89,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
                 try:
-                    yield lineno, raw.decode("utf-8")
+                    yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is not data
                 except UnicodeDecodeError as e:
                     raise CorpusError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
                                       f"{e.start + 1}); save the file as UTF-8") from None

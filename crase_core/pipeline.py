@@ -14,41 +14,48 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
+from . import deadline
 from .backends import ModelBackend
 from .cache import ResultCache, stable_hash
 from .component_cache import ComponentCache
 from .errors import InputError
+from .library import mark_in_library
 from .records import Budget, PlanResult
 from .settings import PipelineSettings
 from .sources.base import PaperSource
+from .spend import SpendMeter
 from .stages.budget import CachedWork, check_budget, count_budget
 from .stages.expansion import Expansion, expand_seeds
 from .stages.planning import plan_query
 from .stages.progress import STAGES, ProgressFn, StageEvent
 from .stages.pruning import prune_graph
 from .stages.ranking import rank_papers
-from .stages.scoring import extract_claims, score_edges
+from .stages.scoring import Scored, cascade, extract_claims, label_edges, legacy_scored, score_edges
 from .stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
 from .trace import RunTrace
 
 __all__ = ["STAGES", "Engine", "GraphBuild", "ProgressFn", "StageEvent", "build_graph", "clean_query",
-           "estimate_budget", "run_query", "source_stats"]
+           "estimate_budget", "model_mostly_failed", "run_meter", "run_query", "source_stats"]
 
 MAX_QUERY_CHARS = 2000
 
 
 @dataclass
 class Engine:
-    """What a run talks to: a paper source, a model backend, and (optionally) the result cache."""
+    """What a run talks to: a paper source, a model backend, (optionally) the result cache, and the
+    run's overall deadline in seconds (``deadline_s``; None: none, see :mod:`crase_core.deadline`)."""
 
     source: PaperSource
     backend: ModelBackend
     cache: ResultCache | None = None
+    deadline_s: float | None = None
 
 
 @dataclass
@@ -79,6 +86,7 @@ class _Clock:
 
     @contextmanager
     def __call__(self, stage: str) -> Iterator[None]:
+        deadline.check(stage)  # no stage starts after the run's deadline
         t0 = time.perf_counter()
         yield
         self.timings[stage] = time.perf_counter() - t0
@@ -109,6 +117,47 @@ def clean_query(query: str | None) -> str:
     return q
 
 
+def run_meter(backend: ModelBackend, settings: PipelineSettings) -> SpendMeter:
+    """The run's model budget: ``llm_budget`` calls / ``llm_token_budget`` tokens (0 or None: no limit).
+
+    Only a backend with an offline fallback is limited (it is the one that costs money and has
+    something to fall back on); the offline backend and test doubles run unlimited.
+    """
+    if backend.fallback is None:
+        return SpendMeter()
+    return SpendMeter(settings.llm_budget or None, settings.llm_token_budget or None)
+
+
+def model_mostly_failed(trace: RunTrace) -> bool:
+    """True when more than half of the model items this run asked were unusable (the CLI exits 3)."""
+    c = trace.counters
+    return c.model_items > 0 and 2 * c.model_failed > c.model_items
+
+
+_Run = TypeVar("_Run", bound=Callable[..., Any])
+
+
+def _with_deadline(run: _Run) -> _Run:
+    """Run ``run(query, engine, …)`` under ``engine.deadline_s``, checked before every stage and at
+    every progress event (between batches); past it, :class:`~crase_core.deadline.DeadlineExceeded`."""
+    @functools.wraps(run)
+    def bounded(query: str, engine: Engine, *args: Any, progress: ProgressFn | None = None, **kw: Any) -> Any:
+        with deadline.running(engine.deadline_s) as current:
+            if current is not None:
+                progress = _watched(current, progress)
+            return run(query, engine, *args, progress=progress, **kw)
+    return cast(_Run, bounded)
+
+
+def _watched(current: deadline.Deadline, progress: ProgressFn | None) -> ProgressFn:
+    def watched(event: StageEvent) -> None:
+        current.check(event.stage)
+        if progress is not None:
+            progress(event)
+    return watched
+
+
+@_with_deadline
 def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = None, *,
                 progress: ProgressFn | None = None, now: _dt.datetime | None = None,
                 seeding: SeedingStage = search_seeds) -> GraphBuild:
@@ -122,7 +171,8 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
     settings = settings or PipelineSettings()
     q = clean_query(query)
     now = now or _dt.datetime.now(_dt.UTC)
-    components = ComponentCache(engine.backend, engine.cache)
+    components = ComponentCache(engine.backend, engine.cache, meter=run_meter(engine.backend, settings),
+                                retry_failures=settings.retry_failures)
     clock = _Clock()
     with clock("plan"):
         planning = plan_query(q, components, settings, progress)
@@ -138,10 +188,21 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
 
 
 def estimate_budget(query: str, engine: Engine, settings: PipelineSettings | None = None) -> Budget:
-    """The exact model-call budget of ``run_query(query, engine, settings)``, without extracting or scoring."""
+    """The exact model-call budget of ``run_query(query, engine, settings)``, without extracting or scoring,
+    with the per-query limit, the calls it allows and their estimated tokens and seconds (makes the
+    plan call: it is cached, so the run does not pay for it again)."""
     return build_graph(query, engine, settings).budget
 
 
+def _record_spend(components: ComponentCache, scored: Scored) -> None:
+    """How the model items went (the calls and tokens are counted as they happen)."""
+    c = components.counters
+    c.model_items, c.model_failed = scored.model_items, scored.model_failed
+    c.model_edges = sum(1 for s, _ in scored.scorers.values() if s == "model")
+    c.budget_refused = components.meter.refused
+
+
+@_with_deadline
 def run_query(
     query: str,
     engine: Engine,
@@ -167,12 +228,22 @@ def run_query(
     build = build_graph(query, engine, settings, progress=progress, now=now, seeding=seeding)
     check_budget(build.budget, settings)
     clock = _Clock(build.timings)
-    with clock("claims"):
-        claims = extract_claims(build.expansion, build.cached, build.budget, build.components, progress)
-    with clock("entailment"):
-        matrices = score_edges(build.expansion, claims, build.cached, build.components, progress)
+    components = build.components
+    if components.fallback is not None:
+        with clock("entailment"):
+            scored = cascade(build.expansion, build.cached, components, settings, build.seeding.seeds,
+                             build.seeding.query_hits, build.reference_year, progress, build.budget)
+    else:
+        with clock("claims"):
+            claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)
+        with clock("entailment"):
+            matrices = score_edges(build.expansion, claims, build.cached, components, progress)
+        scored = legacy_scored(claims, matrices, build.expansion.graph.edges, engine.backend.name)
+    claims, matrices = scored.claims, scored.matrices
+    _record_spend(components, scored)
     with clock("pruning"):
         pruning = prune_graph(build.expansion, matrices, build.seeding.seeds, settings, build.reference_year, progress)
+    label_edges(pruning.edges, scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
                              progress)
@@ -199,10 +270,16 @@ def run_query(
         results=ranked.results,
         timings={k: round(v, 6) for k, v in clock.timings.items()},
         counters=counters,
-        warnings=build.warnings + ranked.warnings,
+        warnings=build.warnings + scored.warnings + ranked.warnings,
         source_stats={k: round(v - stats_before.get(k, 0), 3) for k, v in source_stats(source).items()},
         created_at=now.isoformat(timespec="seconds"),
+        coverage=build.seeding.coverage,
+        library=build.seeding.library,
     )
-    trace.run_id = stable_hash([trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
-                                trace.backend, trace.reference_year])[:16]
+    identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
+                              trace.backend, trace.reference_year]
+    if trace.library is not None:  # the user's papers are part of what the run is (ids unchanged without them)
+        mark_in_library(trace.library.found_ids, trace.nodes, trace.results)
+        identity.append(sorted(i.given for i in trace.library.items))
+    trace.run_id = stable_hash(identity)[:16]
     return trace

@@ -115,6 +115,7 @@ class SeedOrigin:
     relevance_rank: int
     recency_rank: int
     t: int  # the smallest t that yielded the sub-query's m seeds
+    kind: Literal["search", "library"] = "search"  # library: the user named this paper (subquery_index -1)
 
 
 @dataclass
@@ -182,6 +183,8 @@ class EdgeRecord:
     cached: bool = False
     contexts: list[str] = field(default_factory=list)  # citing sentences, where the source has them
     intents: list[str] = field(default_factory=list)
+    scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
+    scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
 
 
 @dataclass
@@ -194,6 +197,7 @@ class NodeRecord:
     prune_reason: str = ""
     score: float = 0.0
     rank: int | None = None  # 1-based among kept nodes, None when pruned
+    in_library: bool = False  # the user already has this paper (their ids or BibTeX)
 
 
 @dataclass
@@ -216,6 +220,7 @@ class RankedPaper:
     seed: str | None  # the seed the trail starts from (itself when it is a seed)
     trail: list[TrailStep]
     reason: str
+    in_library: bool = False  # the user already has this paper (their ids or BibTeX)
 
 
 @dataclass
@@ -231,7 +236,12 @@ class Truncation:
 
 @dataclass
 class Budget:
-    """Model invocations 1 + |V| + |E| (paper App. A), known before any scoring."""
+    """Model invocations 1 + |V| + |E| (paper App. A), known before any scoring, and the run's limit.
+
+    ``limit_calls`` / ``limit_tokens``: the per-query model budget (None: no limit); ``planned_calls``
+    = min(to_call, limit): the model items the run will ask at most, with their estimated tokens and
+    time. What the run spent is in :class:`Counters` (``model_calls`` counts every HTTP attempt).
+    """
 
     total: int
     plan_calls: int
@@ -239,6 +249,12 @@ class Budget:
     entailment_calls: int
     cached: int
     to_call: int
+    limit_calls: int | None = None
+    limit_tokens: int | None = None
+    planned_calls: int = 0
+    est_prompt_tokens: int = 0
+    est_completion_tokens: int = 0
+    est_seconds: float = 0.0
 
 
 @dataclass
@@ -254,6 +270,10 @@ class Counters:
     search_calls: int = 0
     failures: int = 0
     repairs: int = 0
+    model_items: int = 0  # model items (plan excluded) this run asked, cached ones excluded
+    model_failed: int = 0  # of them unusable: decided offline (cascade) or left without a decision
+    model_edges: int = 0  # edges whose decision is the model's (cached answers included)
+    budget_refused: int = 0  # HTTP attempts the per-query budget refused
 
 
 @dataclass
@@ -266,3 +286,52 @@ class RankingResult:
     converged: bool = True
     residual: float = 0.0
     paths: dict[str, list[str]] = field(default_factory=dict)  # node → supporting path, seed first (CEP)
+
+
+@dataclass
+class TermCount:
+    """One content term of the query and how many of the corpus's (visible) papers contain it."""
+
+    term: str  # the stem the index uses
+    papers: int
+    word: str = ""  # the query's word it came from (shown to the user)
+
+
+@dataclass
+class QueryCoverage:
+    """How much the corpus has on a query (:mod:`crase_core.query_coverage`).
+
+    ``rare_terms`` are the query's terms in fewer than ``rare_below`` papers; ``best_match_share`` is
+    the largest IDF-weighted share of the query's terms that any one paper contains. ``weak`` is the
+    verdict, ``notice`` its explanation in words ("" when not weak).
+    """
+
+    terms: list[TermCount]
+    n_papers: int
+    rare_below: int
+    rare_terms: list[str]
+    best_match_share: float
+    weak: bool
+    notice: str = ""
+
+
+@dataclass
+class LibraryItem:
+    """One paper the user said they have: what they gave, and the corpus paper it matched (if any)."""
+
+    given: str  # the identifier as parsed (``arXiv:hep-th/9711200``, ``doi:10.…``, a corpus id)
+    label: str = ""  # where it came from: a BibTeX key or "pasted"
+    paper_id: str | None = None  # the matching paper of the source, None when not found
+    seed: bool = False  # used as a seed of this run
+
+
+@dataclass
+class UserLibrary:
+    """The user's own papers given to a run (``crase query --library``, the app's library box)."""
+
+    items: list[LibraryItem]
+    max_seeds: int = 0  # at most this many found papers became seeds (the rest are only marked)
+
+    @property
+    def found_ids(self) -> list[str]:
+        return list(dict.fromkeys(i.paper_id for i in self.items if i.paper_id))

@@ -1,8 +1,9 @@
 """Re-rank a saved run's pruned graph with any registered ranker, without recomputing anything else.
 
-The kept nodes, kept edges with their weights, and the restart distribution
-(kept seeds, the run's ``personalization`` mode) are read from the trace, so
-``rerank(trace, trace.settings.ranker)`` reproduces the run's own scores.
+The kept nodes, kept edges with their weights, the restart distribution
+(kept seeds, the run's ``personalization`` mode) and the fusion with the
+full-query text score (the run's ``fusion`` settings) are read from the trace,
+so ``rerank(trace, trace.settings.ranker)`` reproduces the run's own order.
 Pure function of the trace.
 """
 
@@ -13,13 +14,13 @@ from dataclasses import dataclass
 from .rankers import get_ranker, ranker_names
 from .ranking import WeightedGraph
 from .records import RankingResult
-from .stages.ranking import rank_order, restart_distribution, run_ranker
+from .stages.ranking import final_scores, rank_order, restart_distribution, run_ranker
 from .trace import RunTrace
 
 
 @dataclass
 class Reranked:
-    """Scores of every kept node under one ranker, and the resulting order (1-based ranks)."""
+    """Scores of every kept node under one ranker (before fusion), and the final order (1-based ranks)."""
 
     ranker: str
     result: RankingResult
@@ -36,7 +37,8 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
     p = restart_distribution(trace.settings, trace.seeds, alive, kept, trace.query_hits)
     graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges if e.kept])
     result = run_ranker(ranker, graph, p, trace.settings)
-    order = rank_order(result.scores, trace.seeds, kept)
+    scores = final_scores(trace.settings, result.scores, trace.seeds, kept, trace.query_hits)
+    order = rank_order(scores, trace.seeds, kept)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

@@ -51,6 +51,10 @@ class RuntimeConfig:
     cache_dir: str | None = knob(None, "Cache folder (results, corpus index, Semantic Scholar responses); "
                                  "default: the per-user cache dir.", env=environment.CACHE_DIR, metavar="DIR",
                                  form=False)
+    deadline_s: float | None = knob(None, "Overall deadline of one run in seconds: past it the run stops at the "
+                                    "next stage, batch or external call (each call's own deadline is capped by "
+                                    "what is left); None: no deadline.", flag="--deadline", metavar="SECONDS",
+                                    minimum=0.0, min_open=True, maximum=604800.0, form=False)
     llm: LLMSettings = field(default_factory=LLMSettings)
     s2: S2Settings = field(default_factory=S2Settings)
     s2_api_key: str | None = field(default=None, repr=False, compare=False)
@@ -88,7 +92,7 @@ SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": 
 def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
     from .llm.backend import openai_backend  # imported on use: the offline default never loads the client
 
-    return openai_backend(config.llm)
+    return openai_backend(config.llm, fallback=_offline(config, source))  # the cascade's offline decisions
 
 
 BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend]] = {
@@ -115,4 +119,4 @@ def build_engine(config: RuntimeConfig | None = None, source_filter: SourceFilte
         source = source.restricted(source_filter)
     backend = make_backend(config, source)
     cache = ResultCache(os.path.join(config.cache_dir, "results") if config.cache_dir else None) if config.use_cache else None
-    return Engine(source=source, backend=backend, cache=cache)
+    return Engine(source=source, backend=backend, cache=cache, deadline_s=config.deadline_s)

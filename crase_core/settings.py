@@ -27,13 +27,27 @@ RESTART_MODES: dict[str, str] = {
     "relevance": "kept seeds ∝ 1/best search rank",
 }
 
+#: model calls per query by default (cached answers are free); see docs/llm_backend.md for the measurements.
+DEFAULT_LLM_BUDGET = 200
+#: tokens per query by default: below half the Crase paper's 235 K per query (issue 12's target ≤ 117 K).
+DEFAULT_LLM_TOKEN_BUDGET = 100_000
+
+#: how stage 3 combines the walk's score with the full-query text score (``fusion``).
+FUSION_MODES: dict[str, str] = {
+    "none": "the walk's score alone (the paper's ranking)",
+    "linear": "(1−λ)·walk/max walk + λ·text/max text",
+    "rrf": "weighted reciprocal-rank fusion (1−λ)/(k + walk rank) + λ/(k + text rank)",
+    "restart": "(1−λ)·walk/max walk + λ·(text/max text)^γ: the walk mixed with the query restart's shape "
+               "(γ = query_power)",
+}
+
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query),
     # seed restarts and no text-only candidates
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
-              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0},
+              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none"},
 }
 
 
@@ -86,7 +100,8 @@ class PipelineSettings:
         "(every ranked paper ∝ its search score for the full query to the power query_power).",
         label="Restart distribution", choices=lambda: tuple(RESTART_MODES),
     )
-    query_power: float = knob(3.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ.",
+    query_power: float = knob(12.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ "
+                              "(12 measured best on both dev sets; docs/benchmarks.md).",
                               label="γ — query restart exponent", minimum=0.0, min_open=True, maximum=16.0,
                               step=0.5, form_max=6.0, when=When("personalization", ("query",)))
     text_candidates: int = knob(
@@ -95,6 +110,19 @@ class PipelineSettings:
         "ranking as text-only candidates (no edges; scored by their restart mass). 0 turns this off.",
         label="Text candidates", minimum=0, maximum=1000, form_max=100,
     )
+    fusion: str = knob(
+        "rrf",
+        "How the final ranking combines the walk's score with the full-query search score: none (walk "
+        "alone), linear (score interpolation), rrf (reciprocal-rank fusion) or restart (interpolation with "
+        "the query restart's shape); λ = fusion_weight.",
+        label="Fusion with the text score", choices=lambda: tuple(FUSION_MODES),
+    )
+    fusion_weight: float = knob(0.3, "λ: weight of the text score in the fusion (0 = walk only, 1 = text only).",
+                                label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
+                                when=When("fusion", ("linear", "rrf", "restart")))
+    rrf_k: float = knob(10.0, "k of reciprocal-rank fusion: 1/(k + rank); larger k flattens the rank weights.",
+                        label="RRF k", minimum=0.0, maximum=10_000.0, step=5.0, form_max=200.0,
+                        when=When("fusion", ("rrf",)))
     tol: float = knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.", minimum=0.0,
                       min_open=True, maximum=1.0, form=False, when=_ranker_knob("tol"))
     max_iter: int = knob(1000, "Power-iteration cap.", minimum=1, maximum=1_000_000, form=False,
@@ -113,6 +141,23 @@ class PipelineSettings:
     max_model_calls: int | None = knob(
         None, "Refuse to run when the uncached model calls would exceed this; None: no cap.",
         label="Model-call cap (0 = none)", minimum=0, none_as=0, step=1000, form_max=10_000_000,
+    )
+    llm_budget: int | None = knob(
+        DEFAULT_LLM_BUDGET,
+        "Model calls one query may make at most (every HTTP attempt, retries included; cached answers are "
+        "free). The offline components decide everything; the model is asked about the items that matter "
+        "most for the ranked list first (docs/llm_backend.md). Applies to model backends; 0 = no limit.",
+        label="Model budget: calls (0 = no limit)", minimum=0, none_as=0, step=50, form_max=100_000,
+    )
+    llm_token_budget: int | None = knob(
+        DEFAULT_LLM_TOKEN_BUDGET,
+        "Prompt + completion tokens one query may spend at most (with --llm-budget: whichever is reached "
+        "first; reserved per call as an upper bound, so it is never exceeded). 0 = no limit.",
+        label="Model budget: tokens (0 = no limit)", minimum=0, none_as=0, step=10_000, form_max=100_000_000,
+    )
+    retry_failures: bool = knob(
+        False, "Ask the model again about items whose cached answer was unusable (cached failures also "
+        "expire after a day).", label="Retry cached model failures", form=False,
     )
     preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
                        "seed restarts, α = 0.15, no text candidates). Explicit values override it.",

@@ -8,6 +8,7 @@ trace holds no secrets: backends describe themselves without keys.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from . import atomic
+from .cost_report import uses_model
 from .errors import TraceError
 from .records import (
     Budget,
@@ -25,12 +27,14 @@ from .records import (
     EdgeRecord,
     NodeRecord,
     PlanResult,
+    QueryCoverage,
     RankedPaper,
     RankingResult,
     SearchHit,
     Seed,
     SubQueryResult,
     Truncation,
+    UserLibrary,
 )
 from .settings import PipelineSettings
 
@@ -66,6 +70,8 @@ class RunTrace:
     query_hits: list[SearchHit] = field(default_factory=list)  # the full-query search (query restart, text candidates)
     created_at: str = ""
     run_id: str = ""
+    coverage: QueryCoverage | None = None  # how much the corpus has on the query (weak-match notice)
+    library: UserLibrary | None = None  # the user's own papers, when the run was given them
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
@@ -80,6 +86,11 @@ class RunTrace:
             if e.citing == citing and e.cited == cited:
                 return e
         raise KeyError((citing, cited))
+
+    @property
+    def model_ran(self) -> bool:
+        """Whether a model did the plan/claims/scoring work (False for the offline backend's lexical parts)."""
+        return uses_model(self.backend)
 
     def stage_counts(self) -> dict[str, int]:
         kept_nodes = sum(1 for n in self.nodes if n.kept)
@@ -109,9 +120,21 @@ def dumps(trace: RunTrace, indent: int | None = None) -> str:
     return _adapter().dump_json(trace, indent=indent).decode("utf-8")
 
 
+def _no_constant(name: str) -> float:
+    raise TraceError(f"not a valid Crase trace: the number {name} is not finite (a trace holds finite numbers only)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        _no_constant(text)
+    return value
+
+
 def loads(text: str | bytes) -> RunTrace:
+    """A trace from JSON text; :class:`TraceError` for anything else (``NaN``, ``Infinity``, ``1e999`` included)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TraceError(f"not a JSON trace ({e})") from None
     except RecursionError:
@@ -156,10 +179,11 @@ def load(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RunTrace:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise TraceError(f"cannot read trace {path}: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a directory cannot even be wrapped in a file
+        os.close(fd)
+        raise TraceError(f"cannot read trace {path}: not a regular file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise TraceError(f"cannot read trace {path}: not a regular file")
         if st.st_size > max_bytes:
             raise TraceError(f"cannot read trace {path}: {st.st_size:,} bytes is more than the "
                              f"{max_bytes:,} a trace may have")

@@ -71,9 +71,14 @@ RESTART_ONLY_REASON = "reached only through restarts (no path from a kept seed)"
 
 
 def seed_reason(seed: Seed) -> str:
-    """A seed's reason: the sub-query that ranked it best, with its two ranks there."""
-    o = min(seed.origins, key=lambda o: o.relevance_rank)
-    extra = f" (+{len(seed.origins) - 1} more sub-queries)" if len(seed.origins) > 1 else ""
+    """A seed's reason: the sub-query that ranked it best, with its two ranks there (or: the user's library)."""
+    searched = [o for o in seed.origins if o.kind != "library"]
+    if not searched:
+        return "seed from your library (a paper you already have)"
+    o = min(searched, key=lambda o: o.relevance_rank)
+    extra = f" (+{len(searched) - 1} more sub-queries)" if len(searched) > 1 else ""
+    if len(searched) < len(seed.origins):
+        extra += "; also in your library"
     return f"seed from sub-query {o.subquery_index + 1} “{o.subquery}” (relevance #{o.relevance_rank}, recency #{o.recency_rank}){extra}"
 
 
@@ -100,7 +105,7 @@ def text_candidate_reason(text_rank: int, query_restart: bool = True) -> str:
     Under the query restart its score is its restart mass; under a seed restart it has none, so the
     reason says it is ranked only by what the walk brings it.
     """
-    how = ("scored by its query restart weight" if query_restart
+    how = ("scored by its full-query text relevance (the query restart and rank fusion)" if query_restart
            else "the seed restart gives it no mass, so only citations from the graph can score it")
     return f"text match #{text_rank} for the full query (a text candidate the expansion did not reach; {how})"
 

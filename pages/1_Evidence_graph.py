@@ -1,38 +1,55 @@
-"""Evidence graph: the pruned citation graph, clickable, with the edge/node inspector."""
+"""Evidence graph: the pruned citation graph, clickable, with the edge/node inspector below it.
+
+The graph takes the full width and most of the window's height. Layouts: a timeline
+(x = year, y = score), clusters by sub-query, and a focus view of one paper. The
+default view (the 20 best papers and their trails, timeline) stays readable for a
+700-node run; the rest is one control away.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from pages._display import shorten_words, tex_plain
 from pages._graph_view import (
+    DEFAULT_TOP_K,
+    LAYOUT_LABELS,
+    LAYOUTS,
     VIEW_MODES,
     edge_id,
+    edge_scorer,
+    focus_view,
     graph_view,
-    layout_positions,
-    seed_subqueries,
+    legend_items,
+    node_labels,
+    view_layout,
     vis_network_data,
 )
 from pages._shared import (
     graph_component,
     guarded,
     inspector,
-    legend,
     trace_page,
 )
 
-trace = trace_page("Evidence graph", "Click an edge to see both papers' claims, the entailment matrix, Δ and the prune "
-            "decision; click a paper for its claims, seed fate and score.")
+trace = trace_page("Evidence graph", "Hover a paper or an edge for its full text; click it to inspect it below "
+                   "(claims, entailment matrix, Δ, decision). Double-click a paper to focus on it.")
 
 
 @st.cache_data(max_entries=16, show_spinner="Laying out the graph…")
-def _network(_trace, run_id: str, mode: str, show_pruned: bool, top_k: int, years: tuple[int, int] | None, min_score: float,
-             subqueries: tuple[int, ...] | None) -> tuple[dict, str, int, int]:
+def _network(_trace, run_id: str, layout: str, mode: str, show_pruned: bool, top_k: int, years: tuple[int, int] | None,
+             min_score: float, subqueries: tuple[int, ...] | None, focus: str | None) -> dict:
     tr = _trace
-    view = graph_view(tr, mode, show_pruned=show_pruned, top_k=top_k, years=years, min_score=min_score,
-                      subqueries=subqueries)
-    pos = layout_positions(view.nodes, view.edges)
-    return vis_network_data(tr, view, pos), view.note, view.hidden_pruned_edges, len(view.nodes)
+    if layout == "focus" and focus:
+        view = focus_view(tr, focus, show_pruned=show_pruned)
+    else:
+        view = graph_view(tr, mode, show_pruned=show_pruned, top_k=top_k, years=years, min_score=min_score,
+                          subqueries=subqueries)
+    lay = view_layout(tr, view, layout)
+    data = vis_network_data(tr, view, lay.positions)
+    return {"data": data, "axis": lay.axis, "groups": lay.groups, "legend": legend_items(tr, view),
+            "note": view.note, "hidden": view.hidden_pruned_edges, "n_nodes": len(view.nodes)}
 
 
 # ---- selection: the graph component and the edge table both write st.session_state["selected"] ----
@@ -43,70 +60,108 @@ if clicked and clicked.get("nonce") != st.session_state.get("_graph_nonce"):
         st.session_state["selected"] = {"kind": "edge", "citing": clicked["citing"], "cited": clicked["cited"]}
     elif clicked.get("kind") == "node":
         st.session_state["selected"] = {"kind": "node", "id": clicked["id"]}
+        if clicked.get("focus"):
+            st.session_state["g_layout"] = "focus"
+            st.session_state["g_focus"] = clicked["id"]
 
-# ---- filters ----
+# ---- controls: layout, which papers, filters (in a popover) ----
+n_results = len(trace.results)
+# every paper can be the focus: ranked ones first (by rank), then the rest
+ranked_first = [n.paper.id for n in sorted(trace.nodes, key=lambda n: (n.rank is None, n.rank or 0, n.paper.id))]
+all_labels = node_labels(trace, [n.paper.id for n in trace.nodes])
+sel = st.session_state.get("selected")
+if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_labels:
+    st.session_state["g_focus"] = (sel["id"] if sel and sel.get("kind") == "node" and sel["id"] in all_labels
+                                   else (ranked_first[0] if ranked_first else None))
+st.session_state.setdefault("g_layout", "timeline")
+c1, c2, c3, c4 = st.columns([1.7, 1.8, 1.3, 0.7], vertical_alignment="bottom")
+layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
+                              required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
+                              "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
+                              "to its seed and its direct citations.") or "timeline"
+focus: str | None = None
+mode = VIEW_MODES[0]
+top_k = min(DEFAULT_TOP_K, max(1, n_results))
+if layout == "focus":
+    focus = c2.selectbox("Focus on", ranked_first, key="g_focus",
+                         format_func=lambda p: f"{all_labels[p]} — {shorten_words(tex_plain(trace.node(p).paper.title), 60)}")
+else:
+    mode_labels = {"top-k and trails": "Top k and their trails", "kept graph": "Whole kept graph",
+                   "everything": "Everything (incl. pruned papers)"}
+    mode = c2.selectbox("Papers", list(VIEW_MODES), index=0, key="g_mode",
+                        format_func=lambda m: mode_labels.get(m, m)) or VIEW_MODES[0]
+    if mode == "top-k and trails" and n_results > 1:
+        top_k = c3.slider("k (top papers)", 1, n_results, min(DEFAULT_TOP_K, n_results), key="g_k",
+                          help="How many top-ranked papers to show, with the papers on their evidence trails.")
 years_all = sorted({n.paper.year for n in trace.nodes if n.paper.year})
-with st.container(border=True):
-    f1, f2, f3, f4 = st.columns([1.3, 1.1, 1.6, 1.2])
-    mode = f1.radio("Show", VIEW_MODES, index=0, key="g_mode",
-                    format_func={"top-k and trails": "Top k and their trails", "kept graph": "Whole kept graph",
-                                 "everything": "Everything (incl. pruned papers)"}.get, horizontal=False)
-    top_k = f1.slider("k", 1, max(1, len(trace.results)), max(1, len(trace.results)), key="g_k",
-                      disabled=mode != "top-k and trails", help="How many top-ranked papers (with their trails).")
-    show_pruned = f2.toggle("Show pruned edges", value=False, key="g_pruned",
-                            help="Pruned edges (Δ ≤ τ) are drawn dashed.")
+with c4.popover("Filters", icon=":material/tune:", width="stretch"):
+    show_pruned = st.toggle("Show pruned edges", value=False, key="g_pruned", help="Pruned edges (Δ ≤ τ) are drawn dashed.")
     max_score = max((n.score for n in trace.nodes), default=0.0)
-    min_score = f2.slider("Minimum score", 0.0, float(max_score) if max_score > 0 else 1.0, 0.0,
-                          step=(max_score / 100) if max_score > 0 else 0.01, format="%.4f", key="g_minscore")
+    min_score = st.slider("Minimum score", 0.0, float(max_score) if max_score > 0 else 1.0, 0.0,
+                          step=(max_score / 100) if max_score > 0 else 0.01, format="%.4f", key="g_minscore",
+                          disabled=layout == "focus")
+    years = None
     if len(years_all) >= 2:
-        years = f3.slider("Publication year", years_all[0], years_all[-1], (years_all[0], years_all[-1]), key="g_years")
-    else:
-        years = None
+        years = st.slider("Publication year", years_all[0], years_all[-1], (years_all[0], years_all[-1]), key="g_years",
+                          disabled=layout == "focus")
     sq_labels = {i: f"{i + 1}. {sq}" for i, sq in enumerate(trace.plan.subqueries)}
-    chosen_sq = f3.multiselect("Sub-queries", list(sq_labels), format_func=sq_labels.get, key="g_sq",
-                               placeholder="all sub-queries",
+    chosen_sq = st.multiselect("Sub-queries", list(sq_labels), format_func=lambda i: sq_labels.get(i, str(i)), key="g_sq",
+                               placeholder="all sub-queries", disabled=layout == "focus",
                                help="Only seeds from these sub-queries and the papers whose trail starts at them.")
-    f4.markdown("**Legend**")
-    with f4:
-        legend()
 
-years_key = tuple(years) if years and (years[0] != years_all[0] or years[1] != years_all[-1]) else None
-result = guarded(lambda: _network(trace, trace.run_id, mode, show_pruned, int(top_k), years_key, float(min_score),
-                                  tuple(chosen_sq) if chosen_sq else None), "Could not build the graph view")
+years_key: tuple[int, int] | None = (int(years[0]), int(years[1])) if years and (years[0] != years_all[0] or years[1] != years_all[-1]) else None
+sq_key = tuple(chosen_sq) if chosen_sq else None
+result = guarded(lambda: _network(trace, trace.run_id, layout, mode, show_pruned, int(top_k), years_key,
+                                  float(min_score), sq_key, focus), "Could not build the graph view")
 if result is None:
     st.stop()
-data, note, hidden, n_nodes = result
-sel = st.session_state.get("selected")
+data = result["data"]
 sel_arg = None
 if sel and sel.get("kind") == "edge":
     sel_arg = {"kind": "edge", "id": f"{sel['citing']}->{sel['cited']}"}
 elif sel and sel.get("kind") == "node":
     sel_arg = {"kind": "node", "id": sel["id"]}
 
-left, right = st.columns([1.45, 1], gap="large")
-with left:
-    st.caption(f"{n_nodes:,} papers · {len(data['edges']):,} edges shown"
-               + (f" · {hidden:,} pruned edges hidden" if hidden and not show_pruned else "")
-               + (f" · {note}" if note else ""))
-    graph_component(nodes=data["nodes"], edges=data["edges"], height=600, physics=False, selected=sel_arg,
-                    key_data=f"{trace.run_id}|{mode}|{show_pruned}|{top_k}|{years_key}|{min_score}|{chosen_sq}",
-                    key="graph_click", default=None)
-    # second way in: the edge table (same edges as the graph)
-    titles = {n.paper.id: n.paper.title for n in trace.nodes}
-    sq_of = seed_subqueries(trace)
-    edges = [e for e in trace.edges if edge_id(e) in {d["id"] for d in data["edges"]}]
+hidden = result["hidden"]
+st.caption(f"{result['n_nodes']:,} papers · {len(data['edges']):,} edges shown"
+           + (f" (of {len(trace.nodes):,} papers in the run)" if result["n_nodes"] < len(trace.nodes) else "")
+           + (f" · {hidden:,} pruned edges hidden" if hidden and not show_pruned else "")
+           + (f" · {result['note']}" if result["note"] else "")
+           + " · labels show the top-ranked papers where they fit; hover any paper for its title")
+graph_component(nodes=data["nodes"], edges=data["edges"], axis=result["axis"], groups=result["groups"],
+                legend=result["legend"], selected=sel_arg,
+                hint="Hover: full title · Click: inspect below · Double-click a paper: focus · Scroll: zoom · Drag: pan",
+                key_data=f"{trace.run_id}|{layout}|{mode}|{show_pruned}|{top_k}|{years_key}|{min_score}|{sq_key}|{focus}",
+                key="graph_click", default=None)
+
+# ---- second way in: the edge table (same edges as the graph); key columns pinned on the left ----
+by_id = {d["id"] for d in data["edges"]}
+edges = [e for e in trace.edges if edge_id(e) in by_id]
+labels = node_labels(trace, [n["id"] for n in data["nodes"]])
+with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it", expanded=False):
+    has_scorer = any(edge_scorer(e) for e in edges)
     df = pd.DataFrame([{
-        "citing": e.citing, "citing title": titles[e.citing], "cited": e.cited, "cited title": titles[e.cited],
-        "Δ": round(e.delta, 3), "weight": round(e.weight, 4), "kept": e.kept,
-        "seed edge": e.citing in sq_of or e.cited in sq_of,
+        "Δ": round(e.delta, 3), "weight": round(e.weight, 4), "decision": "kept" if e.kept else "pruned",
+        **({"scorer": edge_scorer(e) or ""} if has_scorer else {}),
+        "citing": labels.get(e.citing, e.citing), "cited": labels.get(e.cited, e.cited),
+        "citing title": tex_plain(trace.node(e.citing).paper.title),
+        "cited title": tex_plain(trace.node(e.cited).paper.title),
     } for e in edges])
-    st.markdown("**Edges in view** — select a row to inspect it")
-    event = st.dataframe(df, hide_index=True, width="stretch", height=300, on_select="rerun",
-                         selection_mode="single-row", key="edge_table",
-                         column_config={"Δ": st.column_config.ProgressColumn("Δ", min_value=0.0, max_value=1.0,
-                                                                             format="%.2f")})
+    event = st.dataframe(
+        df, hide_index=True, width="stretch", height=min(36 * len(edges) + 40, 380), on_select="rerun",
+        selection_mode="single-row", key="edge_table",
+        column_config={
+            "Δ": st.column_config.ProgressColumn("Δ", min_value=0.0, max_value=1.0, format="%.2f", width="small",
+                                                 pinned=True),
+            "weight": st.column_config.NumberColumn("weight", format="%.4f", width="small", pinned=True),
+            "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
+            "citing": st.column_config.TextColumn("citing", width="medium"),
+            "cited": st.column_config.TextColumn("cited", width="medium"),
+            "citing title": st.column_config.TextColumn("citing title", width="large"),
+            "cited title": st.column_config.TextColumn("cited title", width="large"),
+        })
     rows = event.selection.rows if event is not None else []
-    picked = f"{edges[rows[0]].citing}->{edges[rows[0]].cited}" if rows and rows[0] < len(edges) else None
+    picked = edge_id(edges[rows[0]]) if rows and rows[0] < len(edges) else None
     if picked and picked != st.session_state.get("_table_pick"):
         st.session_state["_table_pick"] = picked
         u, v = picked.split("->", 1)
@@ -115,5 +170,5 @@ with left:
     elif not picked:
         st.session_state["_table_pick"] = None
 
-with right, st.container(border=True):
+with st.container(border=True):
     inspector(trace, key="graph")

@@ -14,11 +14,14 @@ trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in
 plan = trace.plan
 kept = sum(1 for s in trace.seeds if s.fate == "kept")
 pruned = sum(1 for s in trace.seeds if s.fate == "pruned")
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("sub-queries", len(plan.subqueries))
-c2.metric("seeds |S|", len(trace.seeds))
-c3.metric("✓ kept", kept)
-c4.metric("✗ pruned", pruned)
+cols = st.columns(5 if trace.library is not None else 4)
+cols[0].metric("sub-queries", len(plan.subqueries))
+cols[1].metric("seeds |S|", len(trace.seeds))
+cols[2].metric("✓ kept", kept)
+cols[3].metric("✗ pruned", pruned)
+if trace.library is not None:
+    cols[4].metric("from your library", sum(any(o.kind == "library" for o in s.origins) for s in trace.seeds),
+                   help="Seeds that are papers you gave (ids or BibTeX); their fate is decided like any seed's.")
 st.caption(f"Planner: {md_escape(plan.planner)}" + (" (cached)" if plan.cached else "")
            + (f" · notes: {md_escape('; '.join(plan.notes))}" if plan.notes else ""))
 if plan.error:
@@ -38,8 +41,9 @@ for sqr in trace.subquery_results:
             "year": p.year if p else None,
             "relevance rank": origin.relevance_rank if origin else None,
             "recency rank": origin.recency_rank if origin else None,
-            "also from sub-queries": ", ".join(str(o.subquery_index + 1) for o in s.origins if o.subquery_index != sqr.index)
-            if s else "",
+            "also from sub-queries": ", ".join(str(o.subquery_index + 1) for o in s.origins
+                                               if o.subquery_index != sqr.index and o.kind != "library")
+            + (" · in your library" if any(o.kind == "library" for o in s.origins) else "") if s else "",
             "reason": s.fate_reason if s else "",
             "id": pid,
         })
@@ -55,5 +59,33 @@ for sqr in trace.subquery_results:
                                     "reason": st.column_config.TextColumn("reason", width="medium")})
     else:
         st.caption("This sub-query found no papers.")
+library = trace.library
+if library is not None:
+    lib_seeds = [s for s in trace.seeds if any(o.kind == "library" for o in s.origins)]
+    lib_kept = sum(s.fate == "kept" for s in lib_seeds)
+    st.markdown("#### From your library")
+    st.caption(f"{len(library.items):,} papers given · {len(library.found_ids):,} found in the source · "
+               f"{len(lib_seeds)} seeds: {lib_kept} ✓ kept, {len(lib_seeds) - lib_kept} ✗ pruned"
+               + (f" · at most {library.max_seeds} seed a run" if len(library.found_ids) > library.max_seeds else ""))
+    lib_rows = []
+    for item in library.items:
+        s = seeds.get(item.paper_id) if item.paper_id else None
+        p = titles.get(item.paper_id) if item.paper_id else None
+        lib_rows.append({
+            "fate": ("✓" if s.fate == "kept" else "✗") if s else "–",
+            "given": item.given,
+            "from": item.label,
+            "title": p.title if p else ("not in this source" if item.paper_id is None else item.paper_id),
+            "year": p.year if p else None,
+            "also from sub-queries": ", ".join(str(o.subquery_index + 1) for o in s.origins if o.kind != "library")
+            if s else "",
+            "reason": s.fate_reason if s else ("not in this source" if item.paper_id is None else "not a seed"),
+            "id": item.paper_id or "",
+        })
+    st.dataframe(pd.DataFrame(lib_rows), hide_index=True, width="stretch",
+                 column_config={"fate": st.column_config.TextColumn("fate", width="small"),
+                                "year": st.column_config.NumberColumn("year", format="%d"),
+                                "title": st.column_config.TextColumn("title", width="large"),
+                                "reason": st.column_config.TextColumn("reason", width="medium")})
 st.markdown(f"**Summary:** {kept} seeds retained (✓), {pruned} pruned (✗)"
             + (" — pruned seeds had no citation edge with claim-level support." if pruned else "."))

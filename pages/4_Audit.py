@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
-from pages._display import short_title
+from pages._display import shorten_words, tex_plain
 from pages._shared import (
     audit_store,
-    claims_frame,
+    claims_markdown,
     edge_inspector,
     guarded,
     paper_line,
@@ -28,11 +28,9 @@ def blind_judgement(trace, e, auditor: str) -> None:
     """Both papers and their claims, nothing of the pipeline's verdict; the auditor decides keep or prune."""
     st.markdown("##### Judge this citation blind")
     st.markdown(f"**Citing:** {paper_line(trace, e.citing)}")
-    st.dataframe(claims_frame(trace, e.citing).drop(columns=["verbatim"], errors="ignore"), hide_index=True,
-                 width="stretch")
+    st.markdown(claims_markdown(trace, e.citing, verbatim=False) or "_No claims._")
     st.markdown(f"**Cited:** {paper_line(trace, e.cited)}")
-    st.dataframe(claims_frame(trace, e.cited).drop(columns=["verbatim"], errors="ignore"), hide_index=True,
-                 width="stretch")
+    st.markdown(claims_markdown(trace, e.cited, verbatim=False) or "_No claims._")
     with st.form(key=f"blind_{e.citing}_{e.cited}", border=True):
         choice = st.radio("Does the cited paper support at least one claim of the citing paper?",
                           ["keep", "prune"], horizontal=True,
@@ -90,11 +88,16 @@ with left:
             return "hidden"
         return "kept" if e.kept else "pruned"
 
-    qdf = pd.DataFrame([{"done": "✓" if (e.citing, e.cited) in mine else "", "citing": short_title(titles[e.citing], 45),
-                         "cited": short_title(titles[e.cited], 45), "decision": shown_decision(e)}
+    qdf = pd.DataFrame([{"done": "✓" if (e.citing, e.cited) in mine else "", "citing": shorten_words(tex_plain(titles[e.citing]), 90),
+                         "cited": shorten_words(tex_plain(titles[e.cited]), 90), "decision": shown_decision(e)}
                         for e in queue])
     ev = st.dataframe(qdf, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                      key="audit_queue", height=min(36 * len(queue) + 40, 560))
+                      key="audit_queue", height=min(36 * len(queue) + 40, 560),
+                      column_config={"done": st.column_config.TextColumn("done", width="small", pinned=True),
+                                     "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
+                                     "citing": st.column_config.TextColumn("citing", width="medium"),
+                                     "cited": st.column_config.TextColumn("cited", width="medium")},
+                      column_order=["done", "decision", "citing", "cited"])
     rows = ev.selection.rows if ev is not None else []
     st.markdown("#### Verdicts")
     if verdicts:

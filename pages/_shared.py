@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import altair as alt
@@ -33,7 +33,9 @@ from pages._display import (
     authors_line,
     md_escape,
     node_role,
-    short_title,
+    shorten_words,
+    tex_markdown,
+    tex_plain,
 )
 
 log = logging.getLogger("crase.app")
@@ -194,10 +196,12 @@ def run_caption(trace: RunTrace) -> None:
 
 
 def legend() -> None:
+    """The graph's colour / size / edge key, as constant text (the graph component also draws it)."""
     items = "".join(
         f'<span><span class="dot" style="background:{ROLE_COLOURS[r]}"></span>{ROLE_LABELS[r]}</span>'
         for r in ("seed_kept", "seed_pruned", "expanded", "expanded_pruned", "text")
     )
+    items += "<span>node size = score (share of the ranking walk)</span>"
     items += '<span><span class="line"></span>kept edge (darker, thicker = higher Δ)</span>'
     items += '<span><span class="dash"></span>pruned edge (Δ ≤ τ)</span>'
     st.markdown(f'<div class="crase-legend">{items}</div>', unsafe_allow_html=True)  # constant text only
@@ -205,6 +209,12 @@ def legend() -> None:
 
 # --- settings ----------------------------------------------------------------------------------------------------
 # --- inspectors --------------------------------------------------------------------------------------------------
+SCORER_BADGES = {
+    "model": ("scored by the model", "blue", ":material/smart_toy:"),
+    "offline": ("scored offline (lexical fallback)", "orange", ":material/rule:"),
+}
+
+
 def _safe_url(url: str) -> str | None:
     return url if url.startswith(("https://", "http://")) and " " not in url and ")" not in url else None
 
@@ -215,11 +225,13 @@ def code(text: object) -> str:
 
 
 def paper_line(trace: RunTrace, pid: str) -> str:
+    """``Title (year)`` as safe markdown: the title literal except for KaTeX-safe ``$…$`` math."""
     n = trace.node(pid)
-    return f"{md_escape(n.paper.title)} ({n.paper.year or 'n.d.'})"
+    return f"{tex_markdown(n.paper.title)} ({n.paper.year or 'n.d.'})"
 
 
 def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None) -> pd.DataFrame:
+    """The paper's claims as a table (for downloads and data views; the inspectors use :func:`claims_markdown`)."""
     cs = trace.claims.get(pid)
     rows = []
     for i, c in enumerate(cs.claims if cs else []):
@@ -231,38 +243,88 @@ def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None)
     return pd.DataFrame(rows)
 
 
-def matrix_chart(edge: EdgeRecord, theta: float, citing_ids: list[str], cited_ids: list[str]) -> alt.LayerChart:
-    """Heat map of M (rows: citing claims, columns: cited claims), θ marked on the scale and by outlines."""
+def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = None, *, verbatim: bool = True) -> str:
+    """The paper's claims as a two-column markdown table (id and type | text) whose cells wrap: every claim
+    in full, TeX typeset safely (:func:`tex_markdown`), the source phrase when it differs from the claim,
+    ``✓``/``✗`` (supported at θ) before the id when ``supported`` is given, a warning when a claim is not verbatim (``verbatim=False`` hides that,
+    for the blind audit). ``""`` when the paper has no claims."""
+    cs = trace.claims.get(pid)
+    if not cs or not cs.claims:
+        return ""
+    lines = ["| claim | text |", "|---|---|"]
+    for i, c in enumerate(cs.claims):
+        text = tex_markdown(c.text, in_table=True)
+        if c.source_phrase and " ".join(c.source_phrase.split()) != " ".join(c.text.split()):
+            text += f" — *source:* “{tex_markdown(c.source_phrase, in_table=True)}”"
+        if verbatim and not c.verbatim:
+            text += " — **⚠ not verbatim in the abstract**"
+        mark = (("✓ " if supported[i] else "✗ ") if i < len(supported) else "– ") if supported is not None else ""
+        lines.append(f"| {mark}{code(c.id)} *{md_escape(c.type.lower())}* | {text} |")
+    return "\n".join(lines)
+
+
+def _claim_axis_label(cid: str, text: str, mark: str, limit: int) -> str:
+    return f"{cid}{(' ' + mark) if mark else ''} · {shorten_words(tex_plain(text), limit)}"
+
+
+def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str]], cited: Sequence[tuple[str, str]],
+                 ) -> alt.LayerChart:
+    """Heat map of M (rows: citing claims, columns: cited claims), each row and column labelled with its
+    claim (id, ✓/✗ for rows, the text cut at a word boundary); hovering a cell shows both claims in full
+    and the value; cells ≥ θ are outlined and their values bold. ``citing``/``cited``: ``(id, text)``."""
     rows = []
+    n_cols = len(edge.matrix[0]) if edge.matrix else 0
     for i, row in enumerate(edge.matrix):
         mark = "✓" if i < len(edge.supported) and edge.supported[i] else "✗"
+        cid, ctext = citing[i] if i < len(citing) else (f"c{i + 1}", "")
         for j, v in enumerate(row):
+            vid, vtext = cited[j] if j < len(cited) else (f"c{j + 1}", "")
             rows.append({
-                "citing claim": f"{citing_ids[i] if i < len(citing_ids) else f'c{i + 1}'} {mark}",
-                "cited claim": cited_ids[j] if j < len(cited_ids) else f"c{j + 1}",
+                "row": _claim_axis_label(cid, ctext, mark, 70),
+                "col": _claim_axis_label(vid, vtext, "", 44 if n_cols <= 4 else 30),
+                "citing claim": f"{cid} {mark}: {tex_plain(ctext)}",
+                "cited claim": f"{vid}: {tex_plain(vtext)}",
                 "ent": float(v),
-                "≥ θ": v >= theta,
+                "≥ θ": bool(v >= theta),
             })
     df = pd.DataFrame(rows)
-    y_order = list(dict.fromkeys(df["citing claim"])) if not df.empty else []
-    x_order = list(dict.fromkeys(df["cited claim"])) if not df.empty else []
+    y_order = list(dict.fromkeys(df["row"])) if not df.empty else []
+    x_order = list(dict.fromkeys(df["col"])) if not df.empty else []
     base = alt.Chart(df).encode(
-        x=alt.X("cited claim:N", sort=x_order, title="cited paper's claims (v)", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("citing claim:N", sort=y_order, title="citing paper's claims (u)", axis=alt.Axis(labelOverlap=False)),
+        x=alt.X("col:N", sort=x_order, title=None,
+                axis=alt.Axis(orient="top", labelAngle=-22, labelAlign="left", labelLimit=260, labelFontSize=12,
+                              labelOverlap=False)),
+        y=alt.Y("row:N", sort=y_order, title=None,
+                axis=alt.Axis(labelLimit=460, labelFontSize=12, labelOverlap=False)),
     )
     scale = alt.Scale(domain=[0, theta, 1], range=["#f4f6f8", "#9ecae1", "#08306b"])
+    tooltip = [alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"), alt.Tooltip("ent:Q", format=".3f"),
+               alt.Tooltip("≥ θ:N")]
     rect = base.mark_rect().encode(
         color=alt.Color("ent:Q", scale=scale, title=f"ent (θ = {theta:g})",
-                        legend=alt.Legend(values=[0, theta, 1], gradientLength=140)),
-        tooltip=[alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"), alt.Tooltip("ent:Q", format=".3f")],
+                        legend=alt.Legend(values=[0, theta, 1], gradientLength=160, orient="right")),
+        tooltip=tooltip,
     )
     outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
-    text = base.mark_text(fontSize=12).encode(
-        text=alt.Text("ent:Q", format=".2f"),
-        color=alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933")),
-    )
-    n_rows = max(1, len(edge.matrix))
-    return (rect + outline + text).properties(height=min(44 * n_rows + 30, 440))
+    colour = alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933"))
+    value = alt.Text("ent:Q", format=".2f")
+    text = base.transform_filter(~alt.datum["≥ θ"]).mark_text(fontSize=13).encode(
+        text=value, color=colour, tooltip=tooltip)
+    strong = base.transform_filter(alt.datum["≥ θ"]).mark_text(fontSize=13, fontWeight="bold").encode(
+        text=value, color=colour, tooltip=tooltip)
+    return (rect + outline + text + strong).properties(height=alt.Step(44))
+
+
+def scorer_badge(e: EdgeRecord) -> None:
+    """Who scored the edge (``EdgeRecord.scorer``: model or offline fallback) and why, when the run says."""
+    scorer = getattr(e, "scorer", None)
+    if not scorer:
+        return
+    label, colour, icon = SCORER_BADGES.get(str(scorer), (f"scored by {scorer}", "gray", ":material/info:"))
+    st.badge(label, color=colour, icon=icon)  # type: ignore[arg-type]
+    reason = getattr(e, "scorer_reason", None)
+    if reason:
+        st.caption(md_escape(reason))
 
 
 def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = True, key: str = "insp") -> None:
@@ -271,13 +333,12 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     except KeyError:
         st.warning("That edge is not part of this run.")
         return
-    u, v = trace.node(citing), trace.node(cited)
     st.markdown(f"##### Edge {code(citing)} → {code(cited)}")
     st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}")
     (st.success if e.kept else st.error)(f"Decision — {md_escape(e.decision)}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
+    scorer_badge(e)
     k, n = sum(e.supported), len(e.supported)
-    m1, m2 = st.columns(2)
-    m3, m4 = st.columns(2)
+    m1, m2, m3, m4 = st.columns(4)
     m1.metric("Δ (coverage)", f"{e.delta:.3f}", help="Δ(u,v) = share of u's claims supported by some claim of v at θ (Eq. 4).")
     m2.metric("supported", f"{k} of {n}", help="Citing claims i with max_j M[i][j] ≥ θ (Eq. 3).")
     m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
@@ -289,10 +350,12 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     cv = trace.claims.get(cited)
     if e.matrix:
         st.markdown(f"**Entailment matrix** M[i][j] = ent(claim i of u | claim j of v), "
-                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ θ = {trace.settings.theta:g}")
+                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ θ = "
+                    f"{trace.settings.theta:g}. Rows: claims of u (✓ = supported); columns: claims of v. Hover a cell for both "
+                    "claims in full.")
         st.altair_chart(
-            matrix_chart(e, trace.settings.theta, [c.id for c in cu.claims] if cu else [],
-                         [c.id for c in cv.claims] if cv else []),
+            matrix_chart(e, trace.settings.theta, [(c.id, c.text) for c in cu.claims] if cu else [],
+                         [(c.id, c.text) for c in cv.claims] if cv else []),
             width="stretch",
         )
         with st.expander("Matrix values"):
@@ -310,13 +373,16 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     st.markdown("**Citation context**")
     if e.contexts:
         for ctx in e.contexts:
-            st.markdown(f"> {md_escape(ctx)}")
+            st.markdown(f"> {tex_markdown(ctx)}")
     else:
         st.caption("The paper source has no citing sentence for this edge.")
-    st.markdown(f"**Claims of u** — {md_escape(short_title(u.paper.title, 80))}")
-    st.dataframe(claims_frame(trace, citing, e.supported), hide_index=True, width="stretch")
-    st.markdown(f"**Claims of v** — {md_escape(short_title(v.paper.title, 80))}")
-    st.dataframe(claims_frame(trace, cited), hide_index=True, width="stretch")
+    left, right = st.columns(2, gap="medium")
+    with left:
+        st.markdown(f"**Claims of u** — {paper_line(trace, citing)}")
+        st.markdown(claims_markdown(trace, citing, e.supported) or "_No claims._")
+    with right:
+        st.markdown(f"**Claims of v** — {paper_line(trace, cited)}")
+        st.markdown(claims_markdown(trace, cited) or "_No claims._")
     if audit:
         audit_form(trace, e, key=key)
 
@@ -346,6 +412,7 @@ def audit_form(trace: RunTrace, e: EdgeRecord, key: str) -> None:
                 st.rerun()
 
 
+
 def node_inspector(trace: RunTrace, pid: str) -> None:
     try:
         n = trace.node(pid)
@@ -354,7 +421,7 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
         return
     p = n.paper
     role = node_role(n)
-    st.markdown(f"##### {md_escape(p.title)}")
+    st.markdown(f"##### {tex_markdown(p.title)}")
     url = _safe_url(p.url)
     st.markdown(f"{p.year or 'n.d.'} · {md_escape(authors_line(list(p.authors), 6))}"
                 + (f" · {md_escape(p.venue)}" if p.venue else "") + (f" · [{md_escape(p.id)}]({url})" if url else
@@ -380,21 +447,24 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
         st.markdown(f"**Why it is here:** {md_escape(result.reason)}")
     if p.abstract:
         with st.expander("Abstract"):
-            st.markdown(md_escape(p.abstract))
+            st.markdown(tex_markdown(p.abstract))
     st.markdown("**Claims**")
     cs = trace.claims.get(pid)
     if cs and cs.error:
         st.warning(f"Claim extraction failed: {md_escape(cs.error)}")
-    st.dataframe(claims_frame(trace, pid), hide_index=True, width="stretch")
+    st.markdown(claims_markdown(trace, pid) or "_No claims._")
     st.markdown("**Edges** (select a row to inspect it)")
-    rows = [{"direction": "cites →" if e.citing == pid else "← cited by", "other paper": trace.node(
-        e.cited if e.citing == pid else e.citing).paper.title, "Δ": round(e.delta, 3), "kept": e.kept,
-        "citing": e.citing, "cited": e.cited} for e in outs + ins]
-    rows.sort(key=lambda r: (not r["kept"], -r["Δ"]))
+    rows = [{"Δ": round(e.delta, 3), "kept": e.kept, "direction": "cites →" if e.citing == pid else "← cited by",
+             "other paper": tex_plain(trace.node(e.cited if e.citing == pid else e.citing).paper.title),
+             "citing": e.citing, "cited": e.cited} for e in outs + ins]
+    rows.sort(key=lambda r: (not r["kept"], -float(r["Δ"])))
     df = pd.DataFrame(rows)
     event = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key=f"node_edges_{pid}",
-                         column_config={"citing": None, "cited": None})
+                         column_config={"citing": None, "cited": None,
+                                        "Δ": st.column_config.NumberColumn("Δ", format="%.3f", width="small", pinned=True),
+                                        "kept": st.column_config.CheckboxColumn("kept", width="small", pinned=True),
+                                        "other paper": st.column_config.TextColumn("other paper", width="large")})
     sel = event.selection.rows if event else []
     if sel:
         r = rows[sel[0]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -139,12 +140,18 @@ def test_vis_network_data_colours_sizes_dashes_and_plain_text(budget_then_trace)
         assert by_id[n.paper.id]["color"] == D.ROLE_COLOURS[D.node_role(n)]
         assert "x" in by_id[n.paper.id] and "y" in by_id[n.paper.id]
     top = max(trace.nodes, key=lambda n: n.score)
-    assert by_id[top.paper.id]["size"] == pytest.approx(36.0)
-    assert by_id["h001"]["title"].startswith("<script>alert('xss')</script>")  # raw text; rendered via textContent
+    assert by_id[top.paper.id]["size"] == pytest.approx(G.MAX_NODE_SIZE)
+    # plain text for the component (drawn with fillText / textContent); no `title`, so vis-network builds no popup
+    assert by_id["h001"]["tip"].startswith("<script>alert('xss')</script>")
+    assert all("title" not in n for n in data["nodes"]) and all("title" not in e for e in data["edges"])
+    labels = [n["label"] for n in data["nodes"]]
+    assert len(set(labels)) == len(labels)  # every hostile paper has the same authors: a/b suffixes or ranks tell apart
+    assert sorted(n["pri"] for n in data["nodes"]) == list(range(1, len(data["nodes"]) + 1))
     edges = {e["id"]: e for e in data["edges"]}
     for e in trace.edges:
         rec = edges[f"{e.citing}->{e.cited}"]
         assert (rec["from"], rec["to"]) == (e.citing, e.cited)
+        assert f"Δ = {e.delta:.3f}" in rec["tip"] and e.decision in rec["tip"]
         assert rec["dashes"] is (not e.kept)
         assert rec["color"] == (G.delta_colour(e.delta) if e.kept else D.PRUNED_EDGE_COLOUR)
     assert G.delta_colour(0.0) == "#a9b8cc" and G.delta_colour(1.0) == "#1d3557"
@@ -174,3 +181,146 @@ def test_rerank_on_real_hepth_run_matches(hepth_engine):
     again = rerank(trace, "salsa")
     assert again.result.scores == trace.ranking.scores
     assert len(D.load_demo_queries()) >= 3
+
+
+def test_shorten_words_never_cuts_inside_a_word():
+    text = "In this paper we compare the holographic entanglement entropy of BTZ black holes"
+    out = D.shorten_words(text, 30)
+    assert out == "In this paper we compare the…" and len(out) <= 30
+    assert D.shorten_words("short", 30) == "short"
+    assert D.shorten_words("Supercalifragilisticexpialidocious", 10) == "Supercali…"  # one long word: cut it
+
+
+def test_tex_markdown_typesets_safe_math_and_escapes_the_rest():
+    assert D.tex_markdown("The $R^2$ of $w_{\\infty}$ fits") == "The $R^2$ of $w_{\\infty}$ fits"
+    assert D.tex_markdown("costs $5 and $10") == "costs \\$5 and \\$10"  # not math: spaces at the edges
+    # commands outside the allow-list, HTML and markdown links stay literal text
+    for hostile in ("$\\href{javascript:alert(1)}{x}$", "$\\htmlId{a}{b}$", "$\\def\\x{1}$", "$a<b$",
+                    "$\\color{red}{x}$", "$x$ <script>alert(1)</script> [l](javascript:alert(1))"):
+        out = D.tex_markdown(hostile)
+        assert "<script" not in out and "](javascript" not in out
+        assert "\\href{" not in out.replace("\\\\href", "") or out.startswith("\\$")
+    assert D.tex_markdown("$\\href{javascript:alert(1)}{x}$").startswith("\\$")
+    # link syntax inside dollars, or a span remark-math would not read as math, stays escaped text
+    assert D.tex_markdown("$[a](javascript:alert(1))$") == D.md_escape("$[a](javascript:alert(1))$")
+    assert D.tex_markdown("$x$5") == D.md_escape("$x$5")
+    assert D.tex_markdown("$|a|$ ok", in_table=True) == "$\\vert a\\vert $ ok"
+    assert not D.safe_tex("{" * 6 + "x" + "}" * 6) and not D.safe_tex("x}{")
+    assert D.tex_plain("The $R^2$ of $w_{\\infty}$, $\\alpha_{2}$; $5 and $6") == "The R² of w_∞, α₂; $5 and $6"
+
+
+def test_claims_markdown_has_every_claim_in_full_and_no_html(budget_then_trace):
+    _, trace = budget_then_trace
+    from pages._shared import claims_markdown
+
+    pid = max(trace.claims, key=lambda p: len(trace.claims[p].claims))
+    cs = trace.claims[pid]
+    table = claims_markdown(trace, pid, [True] * len(cs.claims))
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(cs.claims)
+    for c, row in zip(cs.claims, rows, strict=True):
+        assert row.startswith(f"| ✓ `{c.id}`") and D.tex_markdown(c.text, in_table=True) in row
+        assert row.count(" | ") == 1  # two cells: nothing in the text splits the row
+    assert "<" not in table.replace("&lt;", "")
+
+
+def test_labels_are_unique_and_name_first_author_and_year():
+    assert D.first_author_surname(["M. Ba\\~nados (Santiago)", "C. Teitelboim"]) == "Bañados"
+    assert D.first_author_surname(["S.W.Hawking"]) == "Hawking" and D.first_author_surname(["Maldacena, J."]) == "Maldacena"
+    assert D.first_author_surname([]) == ""
+
+
+def test_layouts_on_a_real_run(hepth_engine):
+    from crase_core.pipeline import run_query
+
+    trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine)
+    labels = G.node_labels(trace, [n.paper.id for n in trace.nodes])
+    assert len(set(labels.values())) == len(trace.nodes)  # ~700 papers, no two labelled alike
+    view = G.graph_view(trace, top_k=G.DEFAULT_TOP_K)
+    assert len(view.nodes) < 100  # the default view is the top 20 and their trails, not the whole graph
+    # timeline: x follows the publication year; papers of one column never overlap
+    lay = G.view_layout(trace, view, "timeline")
+    year = {p: trace.node(p).paper.year for p in view.nodes}
+    dated = sorted((p for p in view.nodes if year[p]), key=lambda p: lay.positions[p][0])
+    assert [year[p] for p in dated] == sorted(year[p] for p in dated)
+    max_score = max(trace.node(p).score for p in view.nodes)
+    size = {p: G.node_size(trace.node(p).score, max_score) for p in view.nodes}
+    for i, a in enumerate(view.nodes):
+        for b in view.nodes[i + 1:]:
+            (xa, ya), (xb, yb) = lay.positions[a], lay.positions[b]
+            assert math.hypot(xa - xb, ya - yb) >= size[a] + size[b], (a, b)
+    assert [t["label"] for t in lay.axis][0] == str(min(y for y in year.values() if y))
+    # clusters: one caption per sub-query that has papers in view
+    clusters = G.view_layout(trace, view, "clusters")
+    groups = G.node_groups(trace, view.nodes, view.edges)
+    assert len(clusters.groups) == len(set(groups.values())) and set(clusters.positions) == set(view.nodes)
+    # focus: the paper, its trail back to the seed, its direct edges only
+    top = trace.results[0].paper_id
+    focus = G.focus_view(trace, top)
+    trail = G.trail_nodes(trace, top)
+    assert trail[-1] == top and set(trail) <= set(focus.nodes)
+    trail_pairs = {frozenset(p) for p in zip(trail, trail[1:], strict=False)}
+    assert all(top in (e.citing, e.cited) or frozenset((e.citing, e.cited)) in trail_pairs for e in focus.edges)
+    assert all(e.kept for e in focus.edges if top in (e.citing, e.cited))
+    pos = G.view_layout(trace, focus, "focus").positions
+    assert pos[top] == (0.0, 0.0)
+    cites = {e.cited for e in focus.edges if e.citing == top} - set(trail)
+    cited_by = {e.citing for e in focus.edges if e.cited == top} - set(trail) - cites
+    assert all(pos[p][0] < 0 for p in cites) and all(pos[p][0] > 0 for p in cited_by)
+    with pytest.raises(InputError):
+        G.focus_view(trace, "no-such-paper")
+    with pytest.raises(InputError):
+        G.view_layout(trace, view, "spiral")
+
+
+def test_scorer_badge_data_when_edges_carry_a_scorer(budget_then_trace):
+    _, trace = budget_then_trace
+    import copy
+
+    t = copy.deepcopy(trace)
+    kept = [e for e in t.edges if e.kept]
+    for i, e in enumerate(kept):
+        object.__setattr__(e, "scorer", "offline" if i == 0 else "model")
+    view = G.graph_view(t, "kept graph")
+    data = G.vis_network_data(t, view)
+    by_id = {e["id"]: e for e in data["edges"]}
+    assert by_id[G.edge_id(kept[0])]["dashes"] == [2, 4] and by_id[G.edge_id(kept[1])]["dashes"] is False
+    assert "offline" in by_id[G.edge_id(kept[0])]["tip"]
+    assert any(i["text"] == G.SCORER_LABELS["offline"] for i in G.legend_items(t, view))
+    # an offline run: every edge scored offline, none dotted (nothing to tell apart), one legend note
+    plain = G.graph_view(trace, "kept graph")
+    edges = G.vis_network_data(trace, plain)["edges"]
+    assert {e["scorer"] for e in edges} == {"offline"} and not any(e.get("dashes") == [2, 4] for e in edges)
+    assert [i["text"] for i in G.legend_items(trace, plain) if "scored" in i["text"]] == [
+        "all edges " + G.SCORER_LABELS["offline"]]
+
+
+def _inspector_app(trace, citing, cited):
+    import sys
+
+    sys.path.insert(0, ".")
+    from pages._shared import edge_inspector
+
+    edge_inspector(trace, citing, cited, audit=False)
+
+
+def test_edge_inspector_renders_scorer_badge_claims_in_full_and_escapes(budget_then_trace):
+    import copy
+
+    from streamlit.testing.v1 import AppTest
+
+    _, trace = budget_then_trace
+    t = copy.deepcopy(trace)
+    e = next(x for x in t.edges if x.kept and "h001" in (x.citing, x.cited))
+    object.__setattr__(e, "scorer", "offline")
+    object.__setattr__(e, "scorer_reason", "endpoint timed out <b>twice</b>")
+    at = AppTest.from_function(_inspector_app, args=(t, e.citing, e.cited), default_timeout=60)
+    at.run()
+    assert not at.exception
+    md = [m.value for m in at.markdown]
+    assert any(v.startswith(":orange-badge[") and "scored offline" in v for v in md)
+    assert "endpoint timed out &lt;b&gt;twice&lt;/b&gt;" in [c.value for c in at.caption]
+    for pid in (e.citing, e.cited):
+        for c in t.claims[pid].claims:
+            assert any(D.tex_markdown(c.text, in_table=True) in v for v in md), c.text
+    assert not any("<script" in v for v in md)  # the hostile title h001 is escaped everywhere

@@ -92,8 +92,8 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     assert (paper.preset, paper.personalization, paper.alpha, paper.text_candidates, paper.ranker) == (
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
-    assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10) \
-        == PipelineSettings()  # the paper differs from the defaults in exactly these knobs
+    assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
+                               fusion="rrf") == PipelineSettings()  # the paper differs in exactly these knobs
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
@@ -122,7 +122,9 @@ def test_bad_or_inapplicable_flags_are_refused(clean_env, flags, message):
 
 def test_inapplicable_values_from_a_preset_or_file_are_ignored_not_refused(clean_env, tmp_path):
     s = settings_from_args(parse("--preset", "paper", "--ranker", "cep")).pipeline  # α = 0.15 rides along unused
-    assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power"}
+    # the paper's preset has no fusion with the text score, so the fusion's λ and k do not apply either
+    assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power",
+                                                             "fusion_weight", "rrf_k"}
     s = settings_from_args(parse("--ranker", "cep", "--cep-hop-discount", "0.25")).pipeline
     assert s.cep_hop_discount == 0.25
 

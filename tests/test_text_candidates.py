@@ -80,7 +80,9 @@ def test_a_text_candidate_is_exempt_from_isolation_pruning(tiny_source):
 
 def test_a_text_candidate_reason_matches_the_restart_in_use(tiny_source):
     eng = engine(tiny_source, {("0001001", "9902001"): [[0.0]]})
-    t = run_query(QUERY, eng, PipelineSettings(hops=1.5, text_candidates=10, personalization="uniform"), now=NOW)
+    # the walk's own score (no fusion with the text score)
+    t = run_query(QUERY, eng, PipelineSettings(hops=1.5, text_candidates=10, personalization="uniform",
+                                               fusion="none"), now=NOW)
     r = next(r for r in t.results if r.paper_id == "9902001")
     assert r.score == 0.0  # the uniform restart puts all its mass on the seed; no kept edge leads here
     assert "query restart" not in r.reason and "seed restart gives it no mass" in r.reason

@@ -4,9 +4,14 @@ Contract (``crase eval``): ``DIR/per_query.jsonl`` gets one JSON row per
 finished query, appended and flushed as it finishes (a crash or Ctrl-C loses
 nothing; a rerun skips the qids already there); ``DIR/summary.json`` holds
 ``recall@k``/``map@k`` for k in 5…50, ``queries``, medians of |V|, |E|,
-model calls and wall time; ``DIR/config.json`` pins what was run, so a rerun
-into the same DIR with another configuration is refused instead of mixing
-results.
+model calls and wall time; ``DIR/config.json`` pins everything that changes
+the numbers (:meth:`EvalJob.fingerprint`: benchmark, method, resolved pipeline
+settings, source and corpus fingerprint, backend with its model, endpoint and
+prompt versions, the source filter protocol), so a rerun into the same DIR
+with anything else different is refused, naming what differs, instead of
+mixing results; ``--fresh`` starts over. One eval at a time writes a DIR (an
+exclusive lock on ``DIR/.lock``); a second is refused at once. A benchmark
+line that cannot be run (:attr:`BenchQuery.problem`) gets an error row.
 
 Each query runs against ``build_engine(config, source_filter=…)``: for a query
 taken from paper P the filter hides P and every paper after P's month. With
@@ -18,6 +23,7 @@ shares the parent's corpus copy-on-write).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -29,15 +35,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
 from ..cache import stable_hash
 from ..errors import CraseError, InputError
-from ..runtime import RuntimeConfig, build_engine
+from ..llm.config import redact_url
+from ..pipeline import Engine
+from ..runtime import RuntimeConfig, build_engine, local_source
 from ..settings import PipelineSettings
 from .benchmark import BenchQuery, leakage_filter, load_benchmark
 from .methods import METHODS, run_method
 from .metrics import KS, aggregate_rows, per_query_metrics
 
 CORRUPTIONS = ("lexical", "random")
+#: version of what config.json pins (a folder pinned by an older Crase must be started --fresh).
+PIN_VERSION = 2
+#: how the harness hides papers from each query (part of the pin: changing it changes every number).
+SOURCE_FILTER = "per query with a paper_id: hide that paper and every paper of a later month"
 
 
 @dataclass
@@ -54,17 +67,35 @@ class EvalJob:
     workers: int = 1
     limit: int | None = None
     retry_errors: bool = False
+    variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
 
-    def fingerprint(self, queries: list[BenchQuery]) -> dict[str, Any]:
-        return {
+    def fingerprint(self, queries: list[BenchQuery], engine: Engine | None = None) -> dict[str, Any]:
+        """Everything that changes the numbers; ``engine`` (built from ``runtime``) adds the source's
+        corpus fingerprint and the backend's component identities (model, prompt version and hash)."""
+        rt = self.runtime
+        fp: dict[str, Any] = {
+            "pin": PIN_VERSION,
             "bench": os.path.basename(self.bench),
             "bench_hash": stable_hash([[q.qid, q.query, list(q.relevant), q.paper_id, q.year] for q in queries]),
             "method": self.method,
             "settings": asdict(self.settings),
-            "runtime": self.runtime.describe(),
+            "runtime": rt.describe(),
             "age_reference": self.age_reference,
             "corrupt_seeds": self.corrupt_seeds,
+            "source_filter": SOURCE_FILTER,
+            **({"variant": self.variant} if self.variant else {}),
         }
+        if rt.backend == "openai":  # the endpoint without credentials, and what shapes the answers
+            fp["llm"] = {"endpoint": redact_url(rt.llm.base_url), "model": rt.llm.model,
+                         "temperature": rt.llm.temperature, "structured_output": rt.llm.structured_output}
+        if rt.source == "s2":
+            fp["s2"] = {"endpoint": redact_url(rt.s2.base_url), "max_neighbor_pages": rt.s2.max_neighbor_pages,
+                        "on_neighbor_error": rt.s2.on_neighbor_error}
+        if engine is not None:
+            corpus = getattr(engine.source, "corpus", None)
+            fp["source"] = {"name": engine.source.name, "corpus": getattr(corpus, "fingerprint", None)}
+            fp["backend"] = engine.backend.describe()
+        return fp
 
 
 def settings_for(job: EvalJob, q: BenchQuery) -> PipelineSettings:
@@ -78,6 +109,8 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"qid": q.qid, "method": job.method, "n_relevant": len(q.relevant)}
     try:
+        if q.problem:
+            raise InputError(q.problem)
         engine = build_engine(job.runtime, source_filter=leakage_filter(q))
         settings = settings_for(job, q)
         if job.corrupt_seeds:
@@ -85,7 +118,12 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
 
             out = corrupted_run(q, engine, settings, job.corrupt_seeds)
         else:
-            out = run_method(job.method, q, engine, settings, dense=dense)
+            kw: dict[str, Any] = {}
+            if job.variant:
+                from .variants import apply_variant
+
+                engine, kw["seeding"] = apply_variant(job.variant, engine, local_source(job.runtime))
+            out = run_method(job.method, q, engine, settings, dense=dense, **kw)
         ranked = out.ranked[: settings.k]
         stats = dict(out.stats)
     except CraseError as e:
@@ -155,21 +193,77 @@ def summarize(rows: list[dict[str, Any]], job_info: dict[str, Any] | None = None
     return summary
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def differences(old: Any, new: Any, path: str = "") -> list[str]:
+    """``key: old → new`` for every leaf that differs between two pins (dotted keys, sorted)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new)):
+            where = f"{path}.{k}" if path else str(k)
+            if k not in old:
+                out.append(f"{where}: not pinned → {_short(new[k])}")
+            elif k not in new:
+                out.append(f"{where}: {_short(old[k])} → not pinned")
+            else:
+                out += differences(old[k], new[k], where)
+        return out
+    return [] if old == new else [f"{path or 'pin'}: {_short(old)} → {_short(new)}"]
+
+
 def _check_config(out: Path, fp: dict[str, Any]) -> None:
     cfg = out / "config.json"
+    new = json.loads(json.dumps(fp))
     if cfg.is_file():
         try:
             old = json.loads(cfg.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             old = None
-        if old != json.loads(json.dumps(fp)):
-            diff = sorted(k for k in fp if old is None or old.get(k) != json.loads(json.dumps(fp[k])))
-            raise InputError(
-                f"{out} holds results of a different configuration (differs in: {', '.join(diff) or 'format'}); "
-                "use another --out folder or pass --fresh to start over"
-            )
+        if old != new:
+            if not isinstance(old, dict):
+                what = "config.json is unreadable"
+            elif old.get("pin") != PIN_VERSION:
+                what = "it was pinned by an older Crase that did not record everything that changes results"
+            else:
+                diff = differences(old, new)
+                what = "differs in " + "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
+            raise InputError(f"{out} holds results of a different configuration ({what}); use another --out "
+                             "folder or pass --fresh to start over")
     else:
-        cfg.write_text(json.dumps(fp, indent=2, sort_keys=True), encoding="utf-8")
+        atomic.write_text(cfg, json.dumps(new, indent=2, sort_keys=True))
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    """One per_query.jsonl line (UTF-8 safe: text that is not valid Unicode is written escaped)."""
+    line = json.dumps(row, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(row)
+    return line + "\n"
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path) -> Any:
+    """Hold ``out/.lock`` for the run; another eval writing ``out`` is refused with an InputError."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(f"another crase eval is writing {out}; wait for it to finish, or use another "
+                             "--out folder") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -184,12 +278,21 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
         raise InputError("seed corruption applies to the crase method only")
     queries = load_benchmark(job.bench, job.limit)
     out = Path(job.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the --out folder {out}: {e.strerror or e}") from None
+    with _exclusive(out):
+        return _run_locked(job, queries, out, fresh, progress)
+
+
+def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
+                progress: Callable[[str], None] | None) -> dict[str, Any]:
     per_query = out / "per_query.jsonl"
     if fresh:
         for name in ("per_query.jsonl", "config.json", "summary.json"):
             (out / name).unlink(missing_ok=True)
-    fp = job.fingerprint(queries)
+    fp = job.fingerprint(queries, build_engine(job.runtime))
     _check_config(out, fp)
     _drop_torn_tail(per_query)
     done_rows = {r["qid"]: r for r in read_rows(per_query)}
@@ -197,7 +300,7 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
         done_rows = {k: r for k, r in done_rows.items() if not r.get("error")}
         with open(per_query, "w", encoding="utf-8") as f:  # rewrite without the failed rows
             for r in done_rows.values():
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                f.write(_json_line(r))
     todo = [q for q in queries if q.qid not in done_rows]
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     say(f"{job.method}: {len(queries)} queries, {len(queries) - len(todo)} already done, {len(todo)} to run")
@@ -211,7 +314,7 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
     interrupted = False
     with open(per_query, "a", encoding="utf-8") as f:
         def record(row: dict[str, Any], i: int) -> None:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(_json_line(row))
             f.flush()
             done_rows[row["qid"]] = row
             el = time.perf_counter() - t_start
@@ -242,7 +345,7 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
     summary = summarize(rows, {"method": job.method, "bench": os.path.basename(job.bench),
                                "age_reference": job.age_reference, "corrupt_seeds": job.corrupt_seeds,
                                "settings": asdict(job.settings), "complete": len(rows) == len(queries)})
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    atomic.write_text(out / "summary.json", json.dumps(summary, indent=2))
     if interrupted:
         say(f"interrupted: {len(rows)} of {len(queries)} queries saved in {per_query}; rerun the same command to resume")
         raise KeyboardInterrupt

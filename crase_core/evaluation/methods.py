@@ -12,7 +12,8 @@ The graph baselines use the paper's pool V = S ∪ refs(S) ∪ citers(S) (text
 candidates off), so they match the independent reference numbers' setup.
 
 * ``seeds`` — the seed set S alone, by best search rank over the sub-queries;
-* ``ppr-unpruned`` — PPR over the 1.5-hop graph with every edge kept at weight 1;
+* ``ppr-unpruned`` — PPR over the 1.5-hop graph with every edge kept at weight 1, restart uniform over
+  the seeds, α = the paper's 0.15 (``PAPER_ALPHA``; recorded in the row's ``ppr_alpha``);
 * ``citations`` — nodes of V by in-degree inside the graph (unpruned E);
 * ``recency`` — nodes of V newest first (ties by in-degree);
 * ``dense`` — cosine similarity of all-MiniLM-L6-v2 embeddings of the query and
@@ -31,12 +32,15 @@ from ..errors import InputError
 from ..pipeline import Engine, run_query
 from ..ranking import PersonalizedPageRank, WeightedGraph, top_k
 from ..seeds import recency_key
-from ..settings import PipelineSettings
+from ..settings import PRESETS, PipelineSettings
+from ..stages.seeding import SeedingStage, search_seeds
 from ..trace import RunTrace
 from .benchmark import BenchQuery
 
 METHODS: tuple[str, ...] = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "dense")
 GRAPH_METHODS = frozenset({"crase", "seeds", "ppr-unpruned", "citations", "recency"})
+#: the paper's teleport probability, which the ``ppr-unpruned`` baseline runs with whatever the settings say
+PAPER_ALPHA: float = float(PRESETS["paper"]["alpha"])
 
 
 @dataclass
@@ -115,8 +119,9 @@ def hub_degree(engine: Engine, ids: list[str]) -> float | None:
 
 
 def run_method(method: str, q: BenchQuery, engine: Engine, settings: PipelineSettings,
-               dense: Any = None) -> MethodOutput:
-    """Answer ``q`` with ``method`` (see the module docstring); ``dense`` is a DenseIndex for ``dense``."""
+               dense: Any = None, seeding: SeedingStage = search_seeds) -> MethodOutput:
+    """Answer ``q`` with ``method`` (see the module docstring); ``dense`` is a DenseIndex for ``dense``;
+    ``seeding`` replaces stage 1's seed search for the graph methods (see :mod:`.variants`)."""
     t0 = time.perf_counter()
     k = settings.k
     if method == "bm25":
@@ -129,18 +134,21 @@ def run_method(method: str, q: BenchQuery, engine: Engine, settings: PipelineSet
     elif method in GRAPH_METHODS:
         if method != "crase":  # the baselines rank the paper's pool S ∪ N(S): no text candidates
             settings = settings.replace(text_candidates=0, personalization="uniform")
-        trace = run_query(q.query, engine, settings)
+        trace = run_query(q.query, engine, settings, seeding=seeding)
         if method == "crase":
             ranked = [r.paper_id for r in trace.results]
         elif method == "seeds":
             ranked = seed_ranking(trace)
         elif method == "ppr-unpruned":
-            ranked = unpruned_ppr_ranking(trace, settings.alpha)
+            ranked = unpruned_ppr_ranking(trace, PAPER_ALPHA)
         elif method == "citations":
             ranked = citation_ranking(trace)
         else:
             ranked = recency_ranking(trace)
         out = MethodOutput(ranked[:k], trace_stats(trace), trace)
+        if method == "ppr-unpruned":
+            out.stats.update({"ppr_alpha": PAPER_ALPHA, "ppr_restart": "uniform over the seeds",
+                              "ppr_weights": "1 on every edge of E"})
     else:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     out.stats["wall_s"] = round(time.perf_counter() - t0, 4)

@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import KS
+from .significance import bootstrap_interval, paired_permutation_test
+
+Row = dict[str, Any]
+#: the columns of the by-kind tables: pooled Recall@K and MAP@K
+KIND_METRICS: tuple[str, ...] = ("recall@5", "recall@20", "recall@50", "map@50")
 
 
 @dataclass
@@ -114,8 +119,12 @@ def _plots(folder: Path, runs: Sequence[RunSummary], ks: Sequence[int]) -> list[
 
 
 def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "Crase evaluation",
-                 notes: Sequence[str] = (), ks: Sequence[int] = KS) -> Path:
-    """Write report.md and the PNG plots into ``folder``; return the report path."""
+                 notes: Sequence[str] = (), ks: Sequence[int] = KS,
+                 sections: Sequence[tuple[str, str]] = ()) -> Path:
+    """Write report.md and the PNG plots into ``folder``; return the report path.
+
+    ``sections``: extra (heading, markdown) pairs placed before the plots (e.g. :func:`kind_table`).
+    """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     images = _plots(out, runs, ks)
@@ -130,7 +139,94 @@ def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "C
         parts.append(f"- {_md_escape(n)}")
     if notes:
         parts.append("")
+    for heading, body in sections:
+        parts += [f"## {_md_escape(heading)}", "", body, ""]
     parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
+
+
+# ---- by kind, with intervals and paired tests ------------------------------------------------------------
+def metric_of_rows(metric: str, rows: Sequence[Row]) -> float:
+    """``recall@k`` pooled (Σ hits@k / Σ n_relevant) or ``map@k`` (mean ap@k) of per-query rows."""
+    name, k = metric.split("@")
+    if name == "recall":
+        n_rel = sum(int(r["n_relevant"]) for r in rows)
+        return sum(float(r[f"hits@{k}"]) for r in rows) / n_rel if n_rel else 0.0
+    return sum(float(r[f"ap@{k}"]) for r in rows) / len(rows) if rows else 0.0
+
+
+def per_query_values(metric: str, rows: Sequence[Row]) -> list[float]:
+    """What a paired test compares per query: hits@k for pooled recall, ap@k for MAP."""
+    name, k = metric.split("@")
+    return [float(r[f"hits@{k}" if name == "recall" else f"ap@{k}"]) for r in rows]
+
+
+def with_interval(metric: str, rows: Sequence[Row], n_resamples: int = 1000,
+                  seed: int = 0) -> tuple[float, float, float]:
+    """(value, low, high): the metric and its 95% percentile-bootstrap interval over queries."""
+    lo, hi = bootstrap_interval(list(rows), lambda rs: metric_of_rows(metric, rs), n_resamples=n_resamples, seed=seed)
+    return metric_of_rows(metric, rows), lo, hi
+
+
+def split_by_kind(rows: Sequence[Row], kinds: dict[str, str]) -> dict[str, list[Row]]:
+    """``all`` plus one group per kind (``kinds``: qid → kind; a qid without one is only in ``all``)."""
+    groups: dict[str, list[Row]] = {"all": list(rows)}
+    for r in rows:
+        kind = kinds.get(str(r["qid"]))
+        if kind:
+            groups.setdefault(kind, []).append(r)
+    if len(groups) == 2:  # a single kind repeats "all"
+        groups = {"all": groups["all"]}
+    return groups
+
+
+def kind_table(runs: Sequence[tuple[str, Sequence[Row]]], kinds: dict[str, str],
+               metrics: Sequence[str] = KIND_METRICS, n_resamples: int = 1000) -> str:
+    """Markdown: one row per (kind, run), each metric as ``value [low, high]`` (95% bootstrap interval)."""
+    head = "| kind (queries) | run | " + " | ".join(_metric_label(m) for m in metrics) + " |"
+    lines = [head, "|---" * (len(metrics) + 2) + "|"]
+    grouped = [(label, split_by_kind(rows, kinds)) for label, rows in runs]
+    order = list(grouped[0][1]) if grouped else []
+    for kind in order:
+        for label, groups in grouped:
+            rows = groups.get(kind, [])
+            if not rows:
+                continue
+            cells = []
+            for m in metrics:
+                v, lo, hi = with_interval(m, rows, n_resamples)
+                cells.append(f"{v:.3f} [{lo:.3f}, {hi:.3f}]")
+            lines.append(f"| {_md_escape(kind)} ({len(rows)}) | {_md_escape(label)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_table(base: tuple[str, Sequence[Row]], others: Sequence[tuple[str, Sequence[Row]]],
+                 kinds: dict[str, str], metrics: Sequence[str] = KIND_METRICS) -> str:
+    """Markdown: each run against ``base`` on the same queries, Δ and the paired permutation p-value."""
+    base_label, base_rows = base
+    head = "| kind | run | " + " | ".join(f"Δ {_metric_label(m)} (p)" for m in metrics) + " |"
+    lines = [head, "|---" * (len(metrics) + 2) + "|"]
+    base_groups = split_by_kind(base_rows, kinds)
+    for label, rows in others:
+        groups = split_by_kind(rows, kinds)
+        for kind, b_rows in base_groups.items():
+            by_qid = {str(r["qid"]): r for r in groups.get(kind, [])}
+            pairs = [(b, by_qid[str(b["qid"])]) for b in b_rows if str(b["qid"]) in by_qid]
+            if not pairs:
+                continue
+            bs, os_ = [p[0] for p in pairs], [p[1] for p in pairs]
+            cells = []
+            for m in metrics:
+                delta = metric_of_rows(m, os_) - metric_of_rows(m, bs)
+                p = paired_permutation_test(per_query_values(m, os_), per_query_values(m, bs))
+                cells.append(f"{delta:+.3f} ({p:.3f})")
+            lines.append(f"| {_md_escape(kind)} | {_md_escape(label)} vs {_md_escape(base_label)} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _metric_label(metric: str) -> str:
+    name, k = metric.split("@")
+    return f"{'R' if name == 'recall' else 'MAP'}@{k}"

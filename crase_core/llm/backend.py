@@ -7,15 +7,20 @@ nothing of the wiring layer).
 
 from __future__ import annotations
 
-from ..backends import ModelBackend
+from ..backends import ModelBackend, offline_backend
 from ..errors import ModelError
 from .client import Endpoint
 from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
 from .config import LLMSettings
 
 
-def openai_backend(settings: LLMSettings) -> ModelBackend:
-    """A :class:`ModelBackend` on ``settings``; when no model is named, the endpoint's only model is used."""
+def openai_backend(settings: LLMSettings, fallback: ModelBackend | None = None) -> ModelBackend:
+    """A :class:`ModelBackend` on ``settings``; when no model is named, the endpoint's only model is used.
+
+    ``fallback`` decides what the model is not asked (the per-query budget) or answers unusably: the
+    cascade of :mod:`crase_core.stages.scoring`. Default: the offline backend with uniform IDF; the
+    runtime passes the one with the corpus's IDF.
+    """
     endpoint = Endpoint(settings)
     if not settings.model:
         models = endpoint.list_models()
@@ -28,4 +33,5 @@ def openai_backend(settings: LLMSettings) -> ModelBackend:
         planner=LLMPlanner(settings, endpoint),
         extractor=LLMClaimExtractor(settings, endpoint),
         scorer=LLMEntailmentScorer(settings, endpoint),
+        fallback=fallback if fallback is not None else offline_backend(),
     )

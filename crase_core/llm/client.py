@@ -53,6 +53,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .. import deadline as run_deadline
 from ..errors import ModelError
 from ..records import Usage
 from ..redaction import mask_secrets
@@ -466,7 +467,8 @@ class Endpoint:
         """
         if not items:
             return []
-        ends = [d for d in (deadline, self.deadline) if d is not None]
+        run = run_deadline.current()  # the run's overall deadline (``--deadline``), read on the calling thread
+        ends = [d for d in (deadline, self.deadline, run.ends_at if run is not None else None) if d is not None]
         return run_sync(lambda: self._batch(items, work, is_transient_failure, min(ends) if ends else None))
 
     async def _batch(self, items: Sequence[T], work: Callable[[Any, T], Awaitable[R]],

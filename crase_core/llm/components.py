@@ -23,6 +23,7 @@ from ..claims import MIN_CLAIMS
 from ..entailment import ClaimPair
 from ..errors import ModelError
 from ..records import Claim, ClaimSet, EdgeMatrix, Paper, PlanResult, Usage
+from ..spend import BudgetSpent, MeteredUsage, SpendMeter, token_bound
 from .client import Endpoint, ItemError, TransientError
 from .config import LLMSettings
 from .parse import (
@@ -42,10 +43,23 @@ TOKENS = {"plan": 256, "claims": 1024, "entailment": 512}
 TRANSIENT_PREFIX = "endpoint: "
 
 
+def _usage(meter: SpendMeter | None) -> Usage:
+    return meter.usage() if meter is not None else Usage()
+
+
+def _plain(usage: Usage) -> Usage:
+    return usage.plain() if isinstance(usage, MeteredUsage) else usage
+
+
 class _ModelComponent:
-    """Shared machinery: prompt, identity, and the ask → parse → retry loop."""
+    """Shared machinery: prompt, identity, and the ask → parse → retry loop.
+
+    ``metered``: the batch methods take a :class:`~crase_core.spend.SpendMeter` (``meter=``) that
+    checks every HTTP attempt, retries included, against the run's budget.
+    """
 
     prompt_name = ""
+    metered = True
 
     def __init__(self, settings: LLMSettings, endpoint: Endpoint, template: PromptTemplate | None = None):
         if not settings.model:
@@ -71,6 +85,9 @@ class _ModelComponent:
         problems: list[str] = []
         tries = self.settings.max_retries + 1
         for attempt in range(tries):
+            if isinstance(usage, MeteredUsage):
+                usage.bound = token_bound(conversation, TOKENS[self.prompt_name])
+                usage.precheck()  # refuse before the client takes a concurrency slot
             answer = await self.endpoint.complete(client, conversation, name=self.prompt_name, schema=schema,
                                                   max_tokens=TOKENS[self.prompt_name], usage=usage)
             try:
@@ -102,9 +119,9 @@ class LLMPlanner(_ModelComponent):
 
     prompt_name = "plan"
 
-    def plan(self, query: str, max_subqueries: int) -> PlanResult:
+    def plan(self, query: str, max_subqueries: int, meter: SpendMeter | None = None) -> PlanResult:
         def work(client: openai.AsyncOpenAI, q: str) -> Any:
-            return self._plan_one(client, q, max_subqueries)
+            return self._plan_one(client, q, max_subqueries, meter)
 
         result = self.endpoint.run_batch([query], work, lambda r: False)[0]
         if result.error and result.error.startswith(TRANSIENT_PREFIX):
@@ -112,8 +129,9 @@ class LLMPlanner(_ModelComponent):
             raise ModelError(self.settings.redact(f"planning failed, so the run stops: {result.error[len(TRANSIENT_PREFIX):]}"))
         return result
 
-    async def _plan_one(self, client: openai.AsyncOpenAI, query: str, max_subqueries: int) -> PlanResult:
-        usage, notes = Usage(), list[str]()
+    async def _plan_one(self, client: openai.AsyncOpenAI, query: str, max_subqueries: int,
+                        meter: SpendMeter | None = None) -> PlanResult:
+        usage, notes = _usage(meter), list[str]()
         messages = self.template.render(query=query, max_subqueries=max_subqueries)
         try:
             subqueries = await self._ask(
@@ -121,11 +139,13 @@ class LLMPlanner(_ModelComponent):
                 parse=lambda value, final: parse_plan(value, query, max_subqueries),
             )
         except OutputError as e:
-            return PlanResult(query, [], self.identity, error=f"model output: {e}", notes=notes, usage=usage)
+            return PlanResult(query, [], self.identity, error=f"model output: {e}", notes=notes, usage=_plain(usage))
+        except BudgetSpent as e:
+            return PlanResult(query, [], self.identity, error=str(e), notes=notes, usage=_plain(usage))
         except (TransientError, ItemError) as e:
             prefix = TRANSIENT_PREFIX if isinstance(e, TransientError) else ""
-            return PlanResult(query, [], self.identity, error=prefix + str(e), notes=notes, usage=usage)
-        return PlanResult(query, subqueries, self.identity, notes=notes, usage=usage)
+            return PlanResult(query, [], self.identity, error=prefix + str(e), notes=notes, usage=_plain(usage))
+        return PlanResult(query, subqueries, self.identity, notes=notes, usage=_plain(usage))
 
 
 class LLMClaimExtractor(_ModelComponent):
@@ -133,15 +153,15 @@ class LLMClaimExtractor(_ModelComponent):
 
     prompt_name = "claims"
 
-    def extract_many(self, papers: Sequence[Paper]) -> list[ClaimSet]:
-        return self.endpoint.run_batch(list(papers), self._extract_one, _transient)
+    def extract_many(self, papers: Sequence[Paper], meter: SpendMeter | None = None) -> list[ClaimSet]:
+        return self.endpoint.run_batch(list(papers), lambda c, p: self._extract_one(c, p, meter), _transient)
 
-    async def _extract_one(self, client: openai.AsyncOpenAI, paper: Paper) -> ClaimSet:
-        usage, notes = Usage(), list[str]()
+    async def _extract_one(self, client: openai.AsyncOpenAI, paper: Paper, meter: SpendMeter | None = None) -> ClaimSet:
+        usage, notes = _usage(meter), list[str]()
         if not paper.has_abstract:
             claim = Claim("c1", "CONTEXTUAL", " ".join(paper.title.split()), paper.title, True)
             return ClaimSet(paper.id, [claim], self.identity, title_only=True,
-                            notes=["no abstract: the title is the only claim (no model call)"], usage=usage)
+                            notes=["no abstract: the title is the only claim (no model call)"], usage=_plain(usage))
         abstract = paper.abstract
         if len(abstract) > MAX_ABSTRACT_CHARS:
             abstract = abstract[:MAX_ABSTRACT_CHARS]
@@ -153,15 +173,16 @@ class LLMClaimExtractor(_ModelComponent):
                 parse=lambda value, final: parse_claims(value, paper, 1 if final else MIN_CLAIMS),
             )
         except OutputError as e:
-            return ClaimSet(paper.id, [], self.identity, error=f"model output: {e}", notes=notes, usage=usage)
+            return ClaimSet(paper.id, [], self.identity, error=f"model output: {e}", notes=notes, usage=_plain(usage))
         except TransientError as e:
-            return ClaimSet(paper.id, [], self.identity, error=TRANSIENT_PREFIX + str(e), notes=notes, usage=usage)
-        except ItemError as e:
-            return ClaimSet(paper.id, [], self.identity, error=str(e), notes=notes, usage=usage)
+            return ClaimSet(paper.id, [], self.identity, error=TRANSIENT_PREFIX + str(e), notes=notes,
+                            usage=_plain(usage))
+        except (ItemError, BudgetSpent) as e:
+            return ClaimSet(paper.id, [], self.identity, error=str(e), notes=notes, usage=_plain(usage))
         if len(claims) < MIN_CLAIMS:
             notes.append(f"only {len(claims)} usable claim(s) after {self.settings.max_retries + 1} attempts "
                          f"(the prompt asks for {MIN_CLAIMS}–5)")
-        return ClaimSet(paper.id, claims, self.identity, notes=notes, usage=usage)
+        return ClaimSet(paper.id, claims, self.identity, notes=notes, usage=_plain(usage))
 
 
 def format_claims(claims: Sequence[Claim], letter: str) -> str:
@@ -174,14 +195,14 @@ class LLMEntailmentScorer(_ModelComponent):
 
     prompt_name = "entailment"
 
-    def score_many(self, pairs: Sequence[ClaimPair]) -> list[EdgeMatrix]:
-        return self.endpoint.run_batch(list(pairs), self._score_one, _transient)
+    def score_many(self, pairs: Sequence[ClaimPair], meter: SpendMeter | None = None) -> list[EdgeMatrix]:
+        return self.endpoint.run_batch(list(pairs), lambda c, p: self._score_one(c, p, meter), _transient)
 
-    async def _score_one(self, client: openai.AsyncOpenAI, pair: ClaimPair) -> EdgeMatrix:
+    async def _score_one(self, client: openai.AsyncOpenAI, pair: ClaimPair, meter: SpendMeter | None = None) -> EdgeMatrix:
         citing, cited = pair
-        usage, notes = Usage(), list[str]()
+        usage, notes = _usage(meter), list[str]()
         if not citing or not cited:
-            return EdgeMatrix([], self.identity, error="a paper of this edge has no claims", usage=usage)
+            return EdgeMatrix([], self.identity, error="a paper of this edge has no claims", usage=_plain(usage))
         n_u, n_v = len(citing), len(cited)
         messages = self.template.render(claims_a=format_claims(citing, "A"), claims_b=format_claims(cited, "B"),
                                         n_u=n_u, n_v=n_v)
@@ -191,12 +212,12 @@ class LLMEntailmentScorer(_ModelComponent):
                 parse=lambda value, final: parse_matrix(value, n_u, n_v),
             )
         except OutputError as e:
-            return EdgeMatrix([], self.identity, error=f"model output: {e}", notes=notes, usage=usage)
+            return EdgeMatrix([], self.identity, error=f"model output: {e}", notes=notes, usage=_plain(usage))
         except TransientError as e:
-            return EdgeMatrix([], self.identity, error=TRANSIENT_PREFIX + str(e), notes=notes, usage=usage)
-        except ItemError as e:
-            return EdgeMatrix([], self.identity, error=str(e), notes=notes, usage=usage)
-        return EdgeMatrix(matrix, self.identity, notes=notes, usage=usage)
+            return EdgeMatrix([], self.identity, error=TRANSIENT_PREFIX + str(e), notes=notes, usage=_plain(usage))
+        except (ItemError, BudgetSpent) as e:
+            return EdgeMatrix([], self.identity, error=str(e), notes=notes, usage=_plain(usage))
+        return EdgeMatrix(matrix, self.identity, notes=notes, usage=_plain(usage))
 
 
 def _transient(result: ClaimSet | EdgeMatrix) -> bool:

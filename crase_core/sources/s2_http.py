@@ -10,9 +10,14 @@ Contract of :meth:`S2Client.request`:
 * paper ids go into paths only percent-encoded (:func:`path_segment`), and ids
   read from answers must pass :func:`valid_paper_id`;
 * requests are spaced by a client-side rate limiter (``rate`` per second);
+* every attempt has a total deadline of ``timeout`` seconds (connect, headers and
+  body together, not per read: a server that trickles one byte a second times
+  out), capped by what is left of the run's deadline (:mod:`crase_core.deadline`);
+  bodies over :data:`MAX_RESPONSE_BYTES` are refused;
 * 429 and 5xx answers, timeouts and connection failures are retried up to
   ``max_retries`` times with exponential backoff and jitter; a ``Retry-After``
-  header is honoured (the wait is at least what the server asks for);
+  header is honoured (the wait is at least what the server asks for); a wait
+  that would pass the run's deadline stops the run instead;
 * 404 returns ``None`` (cached too: an unknown paper stays unknown until the
   entry expires); 400 raises :class:`S2BadRequest` with the server's message;
 * every other failure raises :class:`~crase_core.errors.SourceError` whose
@@ -25,6 +30,7 @@ what the pipeline reports as external calls.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import random
 import re
@@ -37,9 +43,10 @@ from typing import Any, TypeGuard
 from urllib.parse import quote
 
 import diskcache
+import httpcore
 import httpx
 
-from .. import environment
+from .. import deadline, environment
 from ..cache import cache_root, open_disk_cache, stable_hash
 from ..errors import InputError, SourceError
 from ..knobs import check, knob, spec
@@ -53,6 +60,8 @@ SERVICE = "Semantic Scholar"
 STOPPED = ("The run stopped; responses fetched so far are cached on disk, so re-running "
            "the query resumes without fetching them again.")
 CACHE_FORMAT = 1
+#: the largest answer body read (the API's own limit is 10 MB); a larger one stops the run.
+MAX_RESPONSE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -317,6 +326,84 @@ def check_response(method: str, path: str, body: Any, value: Any) -> tuple[str |
     return None, False
 
 
+class _CallClock(threading.local):
+    """When the HTTP call in progress on this thread must end (monotonic time; None: no bound)."""
+
+    ends_at: float | None = None
+
+    def clamp(self, timeout: float | None) -> float | None:
+        """``timeout`` for one socket operation, cut to what is left of the call; none left: a timeout."""
+        if self.ends_at is None:
+            return timeout
+        left = self.ends_at - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout("the call's total deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _BoundedStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the call's total deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream, clock: _CallClock):
+        self._inner, self._clock = inner, clock
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._clock.clamp(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._clock.clamp(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _BoundedStream(self._inner.start_tls(ssl_context, server_hostname, self._clock.clamp(timeout)),
+                              self._clock)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _BoundedBackend(httpcore.NetworkBackend):
+    """Connections whose connect, reads and writes all end by the call's total deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, clock: _CallClock):
+        self._inner, self._clock = inner, clock
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _BoundedStream(self._inner.connect_tcp(host, port, self._clock.clamp(timeout), local_address,
+                                                      socket_options), self._clock)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _BoundedStream(self._inner.connect_unix_socket(path, self._clock.clamp(timeout), socket_options),
+                              self._clock)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bound_connections(client: httpx.Client, clock: _CallClock) -> None:
+    """Make every connection ``client`` opens (direct or through an environment proxy) obey ``clock``.
+
+    httpx's own timeouts apply per socket operation; this wraps the connection pools' network
+    backend so that the whole exchange, headers included, ends by the call's deadline. Transports
+    without such a pool (a test's mock transport) are left as they are; the body loop of
+    :meth:`S2Client._exchange` still enforces the deadline there.
+    """
+    for transport in (getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()):
+        pool = getattr(transport, "_pool", None)
+        inner = getattr(pool, "_network_backend", None)
+        if isinstance(inner, httpcore.NetworkBackend) and not isinstance(inner, _BoundedBackend):
+            pool._network_backend = _BoundedBackend(inner, clock)  # type: ignore[union-attr]
+
+
+class _CallTimeout(Exception):
+    """The attempt passed its total deadline while the body was still arriving."""
+
+
 class S2Client:
     """Cached, rate-limited, retrying JSON client for the Graph API (see the module docstring)."""
 
@@ -332,6 +419,8 @@ class S2Client:
         self.base_url = self.settings.base_url.rstrip("/")
         self._http = httpx.Client(timeout=httpx.Timeout(self.settings.timeout), transport=transport,
                                   headers={"User-Agent": "crase-explorer/0.1", "Accept": "application/json"})
+        self._call = _CallClock()
+        _bound_connections(self._http, self._call)
         self.cache: ResponseCache | None = None
         if self.settings.use_cache:
             folder = Path(self.settings.cache_dir) if self.settings.cache_dir else cache_root() / "s2"
@@ -401,16 +490,20 @@ class S2Client:
         headers = {"x-api-key": self._api_key} if self._api_key else {}
         attempt = 0
         while True:
+            total = deadline.call_budget(s.timeout)  # this attempt's whole time; none left: the run stops
             self.limiter.wait()
             self.stats.requests += 1
             problem: str
             retry_after: float | None = None
             try:
-                response = self._http.request(method, self.base_url + path, params=params, json=body,
-                                              headers=headers)
-            except httpx.TimeoutException:
-                problem = f"did not answer {what} within {s.timeout:g} s"
+                response, payload = self._exchange(method, path, params, body, headers, total)
+            except (httpx.TimeoutException, _CallTimeout):
+                deadline.check()  # the run's own deadline cut this call short: stop the run
+                problem = f"did not answer {what} within {total:g} s"
                 hint = "Raise the timeout (--s2-timeout) or try again later."
+            except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+                problem = f"broke off its answer to {what} ({type(e).__name__}: {e})"
+                hint = "The connection or the service is unstable; try again later."
             except httpx.TransportError as e:
                 problem = f"could not be reached at {self.base_url} ({type(e).__name__}: {e})"
                 hint = ("Check your internet connection, proxy or --s2-base-url, "
@@ -418,19 +511,19 @@ class S2Client:
             else:
                 status = response.status_code
                 if status == 200:
-                    return self._parse(response, what)
+                    return self._parse(payload, what)
                 if status == 404:
                     self.stats.not_found += 1
                     return None
                 if status in (401, 403):
                     raise self._fail(self._auth_message(status, what), S2AuthError)
                 if status == 400:
-                    api_message = self._api_error(response)
+                    api_message = self._api_error(response, payload)
                     raise S2BadRequest(self._redact(
                         f"{SERVICE} refused {what} (HTTP 400: {api_message}). This is a bug in the request "
                         f"Crase built or a change of the API; please report it. {STOPPED}"), api_message)
                 if status not in _RETRY_STATUS:
-                    raise self._fail(f"answered {what} with HTTP {status} ({self._api_error(response)}).")
+                    raise self._fail(f"answered {what} with HTTP {status} ({self._api_error(response, payload)}).")
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 if status == 429:
                     problem = f"kept answering {what} with HTTP 429 Too Many Requests"
@@ -448,6 +541,10 @@ class S2Client:
             delay = backoff_delay(attempt, s.backoff_base, s.backoff_max, self._rng)
             if retry_after is not None:
                 delay = max(delay, retry_after)
+            left = deadline.remaining()
+            run = deadline.current()
+            if run is not None and left is not None and delay >= left:
+                raise run.error()  # waiting for the retry would pass the run's deadline
             log.info("%s: %s; retry %d of %d in %.1f s", SERVICE, problem, attempt + 1, s.max_retries, delay)
             self.stats.retries += 1
             self.stats.waited_seconds += delay
@@ -462,21 +559,43 @@ class S2Client:
         return (f"refused {what} without an API key (HTTP {status}). Set S2_API_KEY to a Semantic Scholar "
                 "API key (https://www.semanticscholar.org/product/api).")
 
-    def _api_error(self, response: httpx.Response) -> str:
+    def _exchange(self, method: str, path: str, params: dict[str, Any] | None, body: Any,
+                  headers: dict[str, str], total: float) -> tuple[httpx.Response, bytes]:
+        """One HTTP exchange that ends within ``total`` seconds: the response and its whole body."""
+        ends = time.monotonic() + total
+        self._call.ends_at = ends
         try:
-            data = response.json()
+            with self._http.stream(method, self.base_url + path, params=params, json=body, headers=headers,
+                                   timeout=total) as response:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise self._fail(f"sent an answer to {method} {path} larger than "
+                                         f"{MAX_RESPONSE_BYTES >> 20} MB; it was not read.")
+                    chunks.append(chunk)
+                    if time.monotonic() > ends:
+                        raise _CallTimeout()
+                return response, b"".join(chunks)
+        finally:
+            self._call.ends_at = None
+
+    def _api_error(self, response: httpx.Response, payload: bytes) -> str:
+        try:
+            data = json.loads(payload)
             message = data.get("error") or data.get("message") if isinstance(data, dict) else None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
             message = None
         text = str(message) if message else response.reason_phrase or "no message"
         return self._redact(text[:300])
 
-    def _parse(self, response: httpx.Response, what: str) -> Any:
+    def _parse(self, payload: bytes, what: str) -> Any:
         try:
-            return response.json()
-        except (ValueError, UnicodeDecodeError):
+            return json.loads(payload)
+        except (ValueError, RecursionError):
             raise self._fail(f"returned a response to {what} that is not valid JSON "
-                             f"({len(response.content)} bytes). The service may be degraded; try again later "
+                             f"({len(payload)} bytes). The service may be degraded; try again later "
                              "or report it if it persists.") from None
 
     def malformed(self, what: str, detail: str) -> SourceError:

@@ -1,6 +1,8 @@
-"""Stage 3: rank the pruned graph (paper Eq. 6) from a restart distribution, then explain the top k.
+"""Stage 3: rank the pruned graph (paper Eq. 6) from a restart distribution, fuse the walk with the
+full-query text score (``fusion``), then explain the top k.
 
-The ranker is called in one place, :func:`run_ranker` (``crase_core.rerank`` uses it too).
+The ranker is called in one place, :func:`run_ranker` (``crase_core.rerank`` uses it too); the fusion
+is one pure function, :func:`fuse_scores`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,59 @@ def restart_distribution(settings: PipelineSettings, seeds: Sequence[Seed], aliv
     return p
 
 
+def text_relevance(rank_ids: Sequence[str], query_hits: Sequence[SearchHit]) -> dict[str, float]:
+    """The full-query search score of every node of ``rank_ids`` that the search returned (others absent)."""
+    ids = set(rank_ids)
+    return {h.paper_id: h.score for h in query_hits if h.paper_id in ids and h.score > 0.0}
+
+
+def _ranks(scores: Mapping[str, float], order: Sequence[str]) -> dict[str, int]:
+    """1-based ranks by score (highest first), ties broken by ``order`` (ids missing from it last, by id)."""
+    pos = {n: i for i, n in enumerate(order)}
+    items = sorted(scores, key=lambda n: (-scores[n], pos.get(n, len(pos)), n))
+    return {n: i for i, n in enumerate(items, 1)}
+
+
+def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Sequence[str], mode: str,
+                weight: float, rrf_k: float) -> dict[str, float]:
+    """Final score of every node of ``walk``: the walk's score fused with its text relevance.
+
+    ``order`` breaks ties when ranks are taken (the seeds, then V's order). With λ = ``weight``:
+
+    * ``none``: the walk's score π(v) unchanged;
+    * ``linear``: (1−λ)·π(v)/max π + λ·t(v)/max t, t the full-query search score (0 when not a hit);
+    * ``rrf`` (weighted reciprocal-rank fusion): (1−λ)/(k + r_π(v)) + λ/(k + r_t(v)), r the 1-based rank
+      in each list, k = ``rrf_k``; a paper the text search did not return has no text term.
+    (:func:`final_scores` also offers ``restart``: ``linear`` with t^γ, the query restart's shape.)
+    Pure; returns a new dict over the keys of ``walk``.
+    """
+    if mode == "none" or not walk:
+        return dict(walk)
+    t = {n: x for n, x in text.items() if n in walk}
+    if mode == "linear":
+        top_w = max(walk.values()) or 1.0
+        top_t = max(t.values(), default=0.0) or 1.0
+        return {n: (1.0 - weight) * walk[n] / top_w + weight * t.get(n, 0.0) / top_t for n in walk}
+    if mode == "rrf":
+        rw, rt = _ranks(walk, order), _ranks(t, order)
+        return {n: (1.0 - weight) / (rrf_k + rw[n]) + (weight / (rrf_k + rt[n]) if n in rt else 0.0) for n in walk}
+    raise ValueError(f"unknown fusion mode {mode!r}")
+
+
+def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
+                 rank_ids: Sequence[str], query_hits: Sequence[SearchHit]) -> dict[str, float]:
+    """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`). Pure."""
+    if settings.fusion == "none":
+        return dict(walk)
+    order = [s.paper_id for s in seeds] + list(rank_ids)
+    text = text_relevance(rank_ids, query_hits)
+    mode, weight = settings.fusion, settings.fusion_weight
+    if mode == "restart":  # linear fusion with the query restart's own shape, text^γ (see FUSION_MODES)
+        text = {n: x ** settings.query_power for n, x in text.items()}
+        mode = "linear"
+    return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
+
+
 def run_ranker(ranker: str, graph: WeightedGraph, p: Mapping[str, float], settings: PipelineSettings) -> RankingResult:
     """Rank ``graph`` with the registered ranker ``ranker`` from restart distribution ``p``.
 
@@ -113,7 +168,11 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
 
 def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                 settings: PipelineSettings, progress: ProgressFn | None = None) -> Ranked:
-    """Stage 3: restart distribution, ranker, node scores and ranks, and the explained top k."""
+    """Stage 3: restart distribution, ranker, fusion with the text score, node scores and ranks, top k.
+
+    ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
+    final (fused) score.
+    """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
     rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive]
@@ -125,13 +184,14 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
     if rank_ids and not ranking.converged:
         warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
                         f"(residual {ranking.residual:.2e})")
-    ranked = rank_order(ranking.scores, seeds, rank_ids)
+    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
+    ranked = rank_order(scores, seeds, rank_ids)
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in pruning.nodes:
         if node.kept:
-            node.score = ranking.scores.get(node.paper.id, 0.0)
+            node.score = scores.get(node.paper.id, 0.0)
             node.rank = rank_of.get(node.paper.id)
     results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits,
-                             query_restart=settings.personalization == "query")
+                             query_restart=settings.personalization == "query" or settings.fusion != "none")
     emit(progress, "ranking", 1, 1, f"{len(results)} papers")
     return Ranked(ranking, results, warnings)

@@ -6,9 +6,14 @@ batches of :data:`BATCH`; progress is reported between batches.
 
 from __future__ import annotations
 
-from ..component_cache import ComponentCache, Edge
-from ..records import Budget, ClaimSet, EdgeMatrix
-from .budget import CachedWork
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
+from ..records import Budget, ClaimSet, EdgeMatrix, EdgeRecord, RankedPaper, SearchHit, Seed
+from ..settings import PipelineSettings
+from ..spend import is_budget_failure
+from .budget import CachedWork, describe_budget, item_tokens
 from .expansion import Expansion
 from .progress import ProgressFn, emit
 
@@ -56,3 +61,303 @@ def score_edges(expansion: Expansion, claims: dict[str, ClaimSet], cached: Cache
         emit(progress, "entailment", len(edges) - len(scorable) + start + len(batch), len(edges),
              "scoring citation edges")
     return matrices
+
+
+# ---- the cascade: offline everywhere, the model where it changes the answer --------------------------------
+
+ROUND_MIN = 16  # model items per cascade round at least (re-ranking between rounds costs milliseconds)
+MODEL, OFFLINE = "model", "offline"
+
+
+@dataclass
+class Scored:
+    """Stage 2b's output: claims per node, a matrix per edge, and who decided each edge and why.
+
+    ``scorers[e]`` = ("model" | "offline", reason). ``model_items`` = model items asked this run
+    (claims + matrices, cached ones excluded); ``model_failed`` = of them unusable (decided offline).
+    """
+
+    claims: dict[str, ClaimSet]
+    matrices: dict[Edge, EdgeMatrix]
+    scorers: dict[Edge, tuple[str, str]]
+    model_items: int = 0
+    model_failed: int = 0
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def decision_margin(matrix: Sequence[Sequence[float]], theta: float, tau: float) -> float:
+    """How close an edge's decision is to flipping: min over claims of |max_j M_ij − θ|, and |Δ − τ| when τ > 0.
+
+    1.0 for an empty matrix (nothing the model could move).
+    """
+    if not matrix or not matrix[0]:
+        return 1.0
+    best = [max(row) for row in matrix]
+    margin = min(abs(b - theta) for b in best)
+    if tau > 0:
+        delta = sum(b >= theta for b in best) / len(best)
+        margin = min(margin, abs(delta - tau))
+    return margin
+
+
+def edge_priority(edges: Sequence[Edge], results: Sequence[RankedPaper], matrices: Mapping[Edge, EdgeMatrix],
+                  settings: PipelineSettings) -> list[tuple[Edge, str]]:
+    """``edges`` in the order the model should decide them, each with why (paper-facing text).
+
+    1. the edges of the evidence trails of the current top-k results, in result order;
+    2. the other edges touching a top-k result, by result rank, closest decision first;
+    3. every other edge, closest decision to θ/τ first (:func:`decision_margin`).
+    """
+    wanted = set(edges)
+    out: list[tuple[Edge, str]] = []
+    seen: set[Edge] = set()
+    margin = {e: decision_margin(matrices[e].matrix, settings.theta, settings.tau) if e in matrices else 1.0
+              for e in edges}
+    for r in results:
+        for step in r.trail:
+            e = (step.source, step.target) if step.along_citation else (step.target, step.source)
+            if e in wanted and e not in seen:
+                seen.add(e)
+                out.append((e, f"on the evidence trail of result #{r.rank}"))
+    rank = {r.paper_id: r.rank for r in results}
+    touching = sorted((e for e in edges if e not in seen and (e[0] in rank or e[1] in rank)),
+                      key=lambda e: (min(rank.get(e[0], 10**9), rank.get(e[1], 10**9)), margin[e]))
+    for e in touching:
+        seen.add(e)
+        r_ = min(rank.get(e[0], 10**9), rank.get(e[1], 10**9))
+        out.append((e, f"touches result #{r_} (decision margin {margin[e]:.2f})"))
+    rest = sorted((e for e in edges if e not in seen), key=lambda e: margin[e])
+    out += [(e, f"decision margin {margin[e]:.2f} from θ/τ") for e in rest]
+    return out
+
+
+def _estimate(components: ComponentCache, kind: str, size: int = 0) -> int:
+    """Estimated tokens of one model item (for admission with a token budget): see :data:`ITEM_TOKENS`."""
+    return item_tokens(kind, size)
+
+
+def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache, settings: PipelineSettings,
+            seeds: Sequence[Seed], query_hits: Sequence[SearchHit], reference_year: int,
+            progress: ProgressFn | None = None, budget: Budget | None = None) -> Scored:
+    """Stage 2b with a paid model and its offline fallback, inside the run's budget.
+
+    The offline extractor and scorer decide every paper and edge first. Then, in rounds, the graph
+    is pruned and ranked with the current decisions, the undecided edges are ordered by
+    :func:`edge_priority`, and the model is asked about the first ones the remaining budget affords
+    (an edge costs one call, plus one per end whose model claims are not known yet). An edge the
+    model scored is decided by the model; every other edge by the offline scorer on the paper's
+    final claims. Cached model answers are free and always used. A model failure (claims or
+    matrix) falls back to the offline decision and is recorded.
+    """
+    from .pruning import prune_graph  # local: pruning/ranking import nothing from here, but keep the
+    from .ranking import rank_papers  # stage modules independent at import time
+
+    fallback = components.fallback
+    assert fallback is not None, "cascade() needs a backend with an offline fallback"
+    meter = components.meter
+    graph, papers = expansion.graph, expansion.papers
+    nodes, edges = graph.nodes, graph.edges
+    offline_claims = {cs.paper_id: cs for cs in fallback.extractor.extract_many([papers[n] for n in nodes])}
+    model_claims = {n: cs for n, cs in cached.claims.items() if cs.claims and not cs.error}
+    claim_failed = {n: cs for n, cs in cached.claims.items() if not cs.claims or cs.error}
+    model_mats: dict[Edge, EdgeMatrix] = {e: em for e, em in cached.matrices.items() if not em.error}
+    mat_failed: dict[Edge, EdgeMatrix] = {e: em for e, em in cached.matrices.items() if em.error}
+    why: dict[Edge, str] = {e: "cached model answer (free)" for e in model_mats}
+    asked = failed = 0
+    failures: list[str] = []
+    offline_mats: dict[Edge, EdgeMatrix] = {}
+    offline_for: dict[Edge, tuple[int, int]] = {}  # the claim sets an offline matrix was computed on
+
+    def current(n: str) -> ClaimSet:
+        return model_claims.get(n) or offline_claims[n]
+
+    def refresh_offline() -> None:
+        todo = [e for e in edges if e not in model_mats
+                and offline_for.get(e) != (id(current(e[0])), id(current(e[1])))]
+        scorable = [e for e in todo if current(e[0]).claims and current(e[1]).claims]
+        for e in todo:
+            if e not in scorable:
+                offline_mats[e] = EdgeMatrix([], fallback.scorer.identity, error="a paper of this edge has no claims")
+                offline_for[e] = (id(current(e[0])), id(current(e[1])))
+        for start in range(0, len(scorable), BATCH * 16):
+            batch = scorable[start: start + BATCH * 16]
+            pairs = [(current(u).claims, current(v).claims) for u, v in batch]
+            for e, em in zip(batch, fallback.scorer.score_many(pairs), strict=True):
+                offline_mats[e] = em
+                offline_for[e] = (id(current(e[0])), id(current(e[1])))
+
+    def matrices() -> dict[Edge, EdgeMatrix]:
+        return {e: model_mats.get(e) or offline_mats[e] for e in edges}
+
+    if budget is not None:  # shown before any model call (the CLI prints events with done == total)
+        emit(progress, "claims", 0, 0, describe_budget(budget), budget)
+    emit(progress, "claims", 0, len(nodes), f"{len(model_claims)} model claim sets cached; offline claims for all",
+         budget)
+    limited = meter.limited
+    priority_of: dict[Edge, tuple[int, str]] = {}
+    while True:
+        refresh_offline()
+        open_edges = [e for e in edges if e not in model_mats and e not in mat_failed
+                      and e[0] not in claim_failed and e[1] not in claim_failed]
+        if not open_edges or meter.admit([0]) == 0:
+            break
+        if limited:
+            pruning = prune_graph(expansion, matrices(), seeds, settings, reference_year)
+            ranked = rank_papers(expansion, pruning, seeds, query_hits, settings)
+            order = edge_priority(open_edges, ranked.results, matrices(), settings)
+            remaining = meter.remaining_calls()
+            round_calls = remaining if remaining is None or remaining <= 2 * ROUND_MIN else max(ROUND_MIN, remaining // 2)
+        else:
+            order = [(e, "no budget limit") for e in open_edges]
+            round_calls = None
+        # pick edges while their calls (1 + ends still without model claims) fit this round
+        chosen: list[Edge] = []
+        need: list[str] = []
+        need_set: set[str] = set()
+        costs: list[int] = []
+        spent = 0
+        for e, reason in order:
+            new = list(dict.fromkeys(n for n in e if n not in model_claims and n not in need_set))
+            cost = 1 + len(new)
+            if round_calls is not None and spent + cost > round_calls:
+                if spent:
+                    break
+                continue  # an edge that alone does not fit: try a cheaper one
+            item_costs = [_estimate(components, "claims") for _ in new] + [
+                _estimate(components, "matrix", 16)]
+            if meter.max_tokens is not None and meter.admit(costs + item_costs) < len(costs) + len(item_costs):
+                break
+            costs += item_costs
+            spent += cost
+            chosen.append(e)
+            priority_of.setdefault(e, (len(priority_of) + 1, reason))
+            for n in new:
+                need_set.add(n)
+                need.append(n)
+        if not chosen:
+            break
+        calls_at_start = meter.calls
+        if need:
+            for start in range(0, len(need), BATCH):
+                todo_papers = [papers[n] for n in need[start: start + BATCH]]
+                for paper, cs in zip(todo_papers, components.extract(todo_papers), strict=True):
+                    if is_budget_failure(cs.error):
+                        continue
+                    asked += 1
+                    if cs.claims and not cs.error:
+                        model_claims[paper.id] = cs
+                    else:
+                        failed += 1
+                        claim_failed[paper.id] = cs
+                        failures.append(f"claims of {paper.id}: {cs.error or 'no claims'}")
+            emit(progress, "claims", len(model_claims), len(nodes), "model claims")
+        ready = [e for e in chosen if e[0] in model_claims and e[1] in model_claims and e not in model_mats]
+        # the cache may already hold matrices for new claim pairs (another query asked them)
+        for e, em in components.cached_matrices(model_claims, ready).items():
+            (mat_failed if em.error else model_mats)[e] = em
+            why.setdefault(e, "cached model answer (free)")
+        ready = [e for e in ready if e not in model_mats and e not in mat_failed]
+        n_ok = meter.admit([_estimate(components, "matrix", 16)] * len(ready))
+        for start in range(0, min(n_ok, len(ready)), BATCH):
+            edge_batch = ready[start: min(start + BATCH, n_ok)]
+            for e, em in zip(edge_batch, components.score(model_claims, edge_batch), strict=True):
+                if is_budget_failure(em.error):
+                    continue
+                asked += 1
+                if em.error:
+                    failed += 1
+                    mat_failed[e] = em
+                    failures.append(f"matrix {e[0]}→{e[1]}: {em.error}")
+                else:
+                    model_mats[e] = em
+            emit(progress, "entailment", len(model_mats), len(edges), "model matrices")
+        if meter.calls == calls_at_start:
+            break  # the meter refused every call of this round: the budget is spent
+    refresh_offline()
+
+    scorers: dict[Edge, tuple[str, str]] = {}
+    for e in edges:
+        rank_reason = priority_of.get(e)
+        picked = "" if not rank_reason else (f"priority #{rank_reason[0]}: {rank_reason[1]}" if limited
+                                             else rank_reason[1])
+        if e in model_mats:
+            scorers[e] = (MODEL, why.get(e) or picked or "asked")
+        elif e in mat_failed:
+            em = mat_failed[e]
+            scorers[e] = (OFFLINE, f"the model's answer was unusable ({em.error}); offline decision"
+                          + (f"; {CACHED_FAILURE_NOTE}" if em.cached else "") + (f" [{picked}]" if picked else ""))
+        elif e[0] in claim_failed or e[1] in claim_failed:
+            bad = e[0] if e[0] in claim_failed else e[1]
+            cs = claim_failed[bad]
+            scorers[e] = (OFFLINE, f"the model gave no usable claims for {bad} "
+                          f"({cs.error or 'no claims'}); offline decision"
+                          + (f"; {CACHED_FAILURE_NOTE}" if cs.cached else ""))
+        elif limited:
+            scorers[e] = (OFFLINE, "outside the model budget" + (f" (was {picked}; the budget ran out)" if picked else
+                                                                  ": lower priority than the edges the model decided"))
+        else:
+            scorers[e] = (OFFLINE, "not asked")
+    final_claims: dict[str, ClaimSet] = {}
+    for n in nodes:
+        if n in model_claims:
+            final_claims[n] = model_claims[n]
+        else:
+            cs = offline_claims[n]
+            if n in claim_failed:
+                cs.notes.append(f"the model's claims failed ({claim_failed[n].error or 'no claims'}): offline claims used")
+            final_claims[n] = cs
+    warnings: list[str] = []
+    n_model = sum(1 for s, _ in scorers.values() if s == MODEL)
+    limit = " and ".join(x for x in (f"{meter.max_calls:,} calls" if meter.max_calls is not None else "",
+                                     f"{meter.max_tokens:,} tokens" if meter.max_tokens is not None else "") if x)
+    if n_model < len(edges):
+        warnings.append(f"the model decided {n_model:,} of {len(edges):,} edges"
+                        + (f" (budget {limit}; {meter.calls:,} calls spent)" if limit else "")
+                        + "; the offline scorer decided the rest (each edge's 'scorer' says which)")
+    if failed:
+        warnings.append(f"{failed} of {asked} model items were unusable and were decided offline; first: "
+                        f"{failures[0]}")
+    reused = sum(1 for cs in claim_failed.values() if cs.cached) + sum(1 for em in mat_failed.values() if em.cached)
+    if reused:
+        warnings.append(f"{reused} model item(s) reuse a {CACHED_FAILURE_NOTE}")
+    if asked and failed * 2 > asked:
+        warnings.append(MOSTLY_FAILED_WARNING.format(failed=failed, asked=asked))
+    emit(progress, "entailment", len(edges), len(edges), f"{n_model} edges by the model, {len(edges) - n_model} offline")
+    return Scored(final_claims, matrices(), scorers, asked, failed, failures, warnings)
+
+
+MOSTLY_FAILED_WARNING = ("most model answers failed ({failed} of {asked} items): this ranking rests on offline "
+                         "decisions for them. Check the endpoint, then rerun with --retry-failures")
+
+
+def legacy_scorers(edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix], backend_name: str) -> dict[Edge, tuple[str, str]]:
+    """Who decided each edge when the backend has no offline fallback: all by the backend itself."""
+    if backend_name == "offline":
+        return {e: (OFFLINE, "offline backend") for e in edges}
+    return {e: (MODEL, "model backend without an offline cascade"
+                + (f"; failed: {matrices[e].error}" if matrices[e].error else "")) for e in edges}
+
+
+def legacy_scored(claims: dict[str, ClaimSet], matrices: dict[Edge, EdgeMatrix], edges: Sequence[Edge],
+                  backend_name: str) -> Scored:
+    """:class:`Scored` for a backend without fallback, with its failure count and warning."""
+    scored = Scored(claims, matrices, legacy_scorers(edges, matrices, backend_name))
+    if backend_name == "offline":
+        return scored
+    items: list[tuple[str, str | None]] = [(f"claims of {n}", cs.error) for n, cs in claims.items() if not cs.cached]
+    items += [(f"matrix {u}→{v}", em.error) for (u, v), em in matrices.items()
+              if not em.cached and not (em.error or "").startswith("paper ")]
+    items = [(what, err) for what, err in items if not is_budget_failure(err)]
+    bad = [f"{what}: {err}" for what, err in items if err]
+    scored.model_items, scored.model_failed, scored.failures = len(items), len(bad), bad
+    if bad and 2 * len(bad) > len(items):
+        scored.warnings.append(MOSTLY_FAILED_WARNING.format(failed=len(bad), asked=len(items)))
+    return scored
+
+
+def label_edges(records: Sequence[EdgeRecord], scorers: Mapping[Edge, tuple[str, str]]) -> None:
+    """Write ``scorer`` and ``scorer_reason`` on each edge record of the trace."""
+    for rec in records:
+        scorer, reason = scorers.get((rec.citing, rec.cited), (OFFLINE, ""))
+        rec.scorer, rec.scorer_reason = scorer, reason

@@ -2,15 +2,29 @@
 :mod:`crase_core.seeds`), plus one search for the full query (query restart and text candidates).
 
 The per-sub-query part is a :class:`SeedingStage`: :func:`search_seeds` by default; an evaluation can
-pass another with the same signature (``crase_core.evaluation.stress`` injects corrupted seeds).
+pass another with the same signature (``crase_core.evaluation.stress`` injects corrupted seeds), and
+:class:`LibrarySeeding` adds the papers the user already has. Stage 1b also judges how much the corpus
+has on the query (:mod:`crase_core.query_coverage`): a weak match is a warning of the run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..records import Paper, PlanResult, SearchHit, Seed, SubQueryResult
+from ..library import LibraryEntry, resolve
+from ..query_coverage import coverage_for_source
+from ..records import (
+    Paper,
+    PlanResult,
+    QueryCoverage,
+    SearchHit,
+    Seed,
+    SeedOrigin,
+    SubQueryResult,
+    UserLibrary,
+)
 from ..seeds import build_seed_set, rank_hits
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
@@ -30,6 +44,8 @@ class Seeding:
     query_papers: dict[str, Paper] = field(default_factory=dict)  # its papers by id
     search_calls: int = 0
     warnings: list[str] = field(default_factory=list)
+    coverage: QueryCoverage | None = None  # how much the corpus has on the query (None: the source cannot say)
+    library: UserLibrary | None = None  # the user's papers, when :class:`LibrarySeeding` ran
 
 
 class SeedingStage(Protocol):
@@ -75,4 +91,58 @@ def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: Pipe
     emit(progress, "seeds", len(plan.subqueries), len(plan.subqueries), f"{len(seeding.seeds)} seeds")
     if not seeding.seeds:
         seeding.warnings.append(NO_SEEDS_WARNING)
+    seeding.coverage = coverage_for_source(query, source)
+    if seeding.coverage is not None and seeding.coverage.weak:
+        seeding.warnings.insert(0, seeding.coverage.notice)
     return seeding
+
+
+#: at most this many of the user's papers become seeds (the rest are only marked "in your library")
+MAX_LIBRARY_SEEDS = 50
+LIBRARY_SUBQUERY = "your library"
+
+
+@dataclass(frozen=True)
+class LibrarySeeding:
+    """A :class:`SeedingStage`: ``base``'s seeds plus the user's papers that the source has.
+
+    Each library paper becomes a seed with a ``kind="library"`` origin (sub-query index −1, its
+    position in the user's list as relevance rank), up to ``max_seeds`` of them; a paper that the
+    search also found keeps its search origins and gains the library one. ``Seeding.library`` records
+    every identifier, the paper it matched and whether it seeded the run; a warning lists what the
+    source does not have.
+    """
+
+    entries: Sequence[LibraryEntry]
+    base: SeedingStage = search_seeds
+    max_seeds: int = MAX_LIBRARY_SEEDS
+
+    def __call__(self, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
+                 progress: ProgressFn | None) -> Seeding:
+        seeding = self.base(plan, source, settings, progress)
+        emit(progress, "seeds", len(plan.subqueries), len(plan.subqueries) + 1,
+             f"matching {len(self.entries):,} papers of your library")
+        items = resolve(self.entries, source)
+        found = list(dict.fromkeys(i.paper_id for i in items if i.paper_id))
+        chosen = found[: self.max_seeds]
+        by_id = {s.paper_id: s for s in seeding.seeds}
+        for position, pid in enumerate(chosen, 1):
+            origin = SeedOrigin(-1, LIBRARY_SUBQUERY, position, 0, 0, kind="library")
+            if pid in by_id:
+                by_id[pid].origins.append(origin)
+            else:
+                by_id[pid] = Seed(pid, [origin])
+                seeding.seeds.append(by_id[pid])
+        seeded = set(chosen)
+        for item in items:
+            item.seed = item.paper_id in seeded
+        seeding.library = UserLibrary(items, self.max_seeds)
+        missing = [i.given for i in items if i.paper_id is None]
+        if missing:
+            shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8:,} more" if len(missing) > 8 else "")
+            seeding.warnings.append(f"your library: {len(missing):,} of {len(items):,} papers are not in this "
+                                    f"source ({shown}); they are not part of the run")
+        if len(found) > self.max_seeds:
+            seeding.warnings.append(f"your library: {len(found):,} papers found; the first {self.max_seeds} "
+                                    "seed the run, the others are only marked where they appear")
+        return seeding

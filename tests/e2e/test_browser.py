@@ -13,105 +13,33 @@ Skips when chromium or Playwright is missing, unless ``CRASE_REQUIRE_BROWSER=1``
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
+from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
 
-ROOT = Path(__file__).resolve().parents[2]
+skip_without_browser()
+
+from playwright.sync_api import Frame, Page  # noqa: E402
+
 CORPUS = ROOT / "tests" / "fixtures" / "hostile_corpus"
-CHROMIUM = os.environ.get("CRASE_CHROMIUM", "/usr/bin/chromium")
-REQUIRE = os.environ.get("CRASE_REQUIRE_BROWSER") == "1"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 HOSTILE_TITLE = "<script>alert('xss')</script> Holographic entanglement entropy of BTZ black holes"
 
 
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        return f"chromium not found at {CHROMIUM} (apt-get install -y chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
-
-
-_why = _missing()
-if _why:
-    if REQUIRE:
-        pytest.fail(f"browser test required (CRASE_REQUIRE_BROWSER=1) but {_why}", pytrace=False)
-    pytest.skip(_why, allow_module_level=True)
-
-from playwright.sync_api import Frame, Page, sync_playwright  # noqa: E402
-
-SHOTS = Path(os.environ.get("CRASE_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_server(tmp_path_factory):
-    port = _free_port()
-    tmp = tmp_path_factory.mktemp("e2e")
-    env = dict(os.environ, CRASE_CORPUS=str(CORPUS), CRASE_CACHE_DIR=str(tmp / "cache"),
-               CRASE_RUNS_DIR=str(tmp / "runs"), PYTHONUNBUFFERED="1")
-    log = open(tmp / "streamlit.log", "w")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.3)
-        if proc.poll() is not None:
-            break
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (tmp / "streamlit.log").read_text()[-2000:])
-    if proc.poll() is not None:
-        pytest.fail("streamlit exited: " + (tmp / "streamlit.log").read_text()[-2000:])
-    yield url, tmp / "runs"
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_app(tmp_path_factory.mktemp("e2e"), corpus=CORPUS) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
-def page(app_server):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {SHOTS}")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"],
-        )
-        pg = browser.new_page(viewport={"width": 1500, "height": 1100})
-        pg.dialogs = []  # type: ignore[attr-defined]
-        pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
-        yield pg
-        browser.close()
+def page(app_server, chromium):
+    pg = chromium.new_page(viewport={"width": 1500, "height": 1100})
+    pg.dialogs = []  # type: ignore[attr-defined]
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    yield pg
+    pg.close()
 
 
 def _graph_frame(page: Page) -> Frame:
@@ -152,7 +80,10 @@ def test_search_graph_click_inspector_and_escaping(page: Page, app_server):
     box.wait_for(timeout=30_000)
     box.fill(QUERY)
     page.get_by_role("button", name="Search").first.click()
-    page.get_by_text("Why it is here").first.wait_for(timeout=90_000)
+    deadline = time.time() + 90
+    while time.time() < deadline and not [p for p in runs_dir.glob("*.json") if not p.name.endswith(".meta.json")]:
+        time.sleep(0.3)
+    page.get_by_text(HOSTILE_TITLE, exact=False).first.wait_for(timeout=30_000)
     page.mouse.move(5, 5)
     page.screenshot(path=str(SHOTS / "01_search_results.png"), full_page=True)
 
@@ -207,4 +138,15 @@ def test_search_graph_click_inspector_and_escaping(page: Page, app_server):
                            arg=HOSTILE_TITLE, timeout=30_000)
     page.get_by_text("Seed fate:").wait_for(timeout=30_000)
     assert page.dialogs == []  # type: ignore[attr-defined]
+    # the tooltip shows the hostile title as text (no element built from it), and goes with the mouse
+    page.mouse.move(iframe_box["x"] + node_point["x"], iframe_box["y"] + node_point["y"] + 1)
+    frame.wait_for_function("() => document.getElementById('tip').style.display === 'block'", timeout=5_000)
+    tip = frame.evaluate("() => ({text: document.getElementById('tip').textContent,"
+                         " children: document.getElementById('tip').children.length})")
+    assert tip["text"].startswith(HOSTILE_TITLE) and tip["children"] == 0
+    page.mouse.move(iframe_box["x"] + 3, iframe_box["y"] - 30)
+    frame.wait_for_function("() => document.getElementById('tip').style.display === 'none'", timeout=5_000)
+    # no link to javascript: anywhere (the h004 title carries a markdown javascript: link); TeX is typeset
+    assert page.evaluate("() => document.querySelectorAll('a[href^=\"javascript\"]').length") == 0
+    assert frame.evaluate("() => document.querySelectorAll('a[href^=\"javascript\"]').length") == 0
     page.screenshot(path=str(SHOTS / "04_node_inspector.png"), full_page=True)

@@ -1,0 +1,240 @@
+"""What the per-query model budget buys (issue 12, "Numbers to report"; prints tables, not a test).
+
+    python benchmarks/llm_budget.py [--n 20] [--budgets 50,200,1000] [--json OUT.json] [--data DIR]
+
+For the first ``--n`` dev questions (hepth_litsearch_dev) and ``--n`` citation queries (hepth_refs_dev,
+leakage-free), runs the default pipeline on the embedded corpus with a deterministic fake model
+(``tests/fake_model.py``: the offline scores shifted per cell by a fixed hash, so it disagrees with the
+offline scorer near θ) behind the cascade, at each budget, at the default budget (calls and tokens),
+unlimited, and with no model at all (the offline backend), and reports per budget: model calls, prompt and completion tokens, edges the model decided,
+the pipeline's measured wall time, the model time under a latency model (below), and how close the
+budgeted ranking is to the unlimited one (top-10 overlap, Kendall τ-b over the unlimited top 50).
+
+Latency model (a 7–8B instruct model on one GPU behind vLLM, 8 requests in flight): one call takes
+0.03 s + prompt/4000 s + completion/60 s; the model's wall time is the sum over calls divided by 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from fake_model import FakeModel, fake_backend  # noqa: E402
+from scipy.stats import kendalltau  # noqa: E402
+
+from crase_core.backends import offline_backend  # noqa: E402
+from crase_core.evaluation.benchmark import leakage_filter, load_benchmark  # noqa: E402
+from crase_core.pipeline import Engine, run_query  # noqa: E402
+from crase_core.records import Usage  # noqa: E402
+from crase_core.runtime import RuntimeConfig, local_source  # noqa: E402
+from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings  # noqa: E402
+from crase_core.termstats import TermStats  # noqa: E402
+
+LATENCY = (0.03, 4000.0, 60.0)  # fixed s, prompt tokens/s, completion tokens/s per request
+IN_FLIGHT = 8
+
+
+class TimedFake(FakeModel):
+    """The fake model, adding each call's modelled latency to ``seconds``."""
+
+    seconds = 0.0
+
+    def _charge(self, usage: Usage) -> None:
+        self.seconds += LATENCY[0] + usage.prompt_tokens / LATENCY[1] + usage.completion_tokens / LATENCY[2]
+
+    def plan(self, query, max_subqueries, meter=None):  # type: ignore[no-untyped-def]
+        p = super().plan(query, max_subqueries, meter)
+        self._charge(p.usage)
+        return p
+
+    def extract_many(self, papers, meter=None):  # type: ignore[no-untyped-def]
+        out = super().extract_many(papers, meter)
+        for cs in out:
+            self._charge(cs.usage)
+        return out
+
+    def score_many(self, pairs, meter=None):  # type: ignore[no-untyped-def]
+        out = super().score_many(pairs, meter)
+        for em in out:
+            self._charge(em.usage)
+        return out
+
+
+def ranking_of(trace) -> list[str]:  # type: ignore[no-untyped-def]
+    return [n.paper.id for n in sorted((n for n in trace.nodes if n.rank is not None), key=lambda n: n.rank)]
+
+
+def closeness(budgeted: list[str], unlimited: list[str]) -> tuple[float, float]:
+    """(top-10 overlap, Kendall τ-b of the unlimited top 50's positions in both rankings)."""
+    overlap = len(set(budgeted[:10]) & set(unlimited[:10])) / max(1, min(10, len(unlimited)))
+    top = unlimited[:50]
+    pos = {p: i for i, p in enumerate(budgeted)}
+    a = list(range(len(top)))
+    b = [pos.get(p, len(budgeted) + 1) for p in top]
+    tau = kendalltau(a, b).statistic if len(top) > 1 else 1.0
+    return overlap, float(tau)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--budgets", default="50,200,1000")
+    ap.add_argument("--prompt-designs", action="store_true", help="only measure the tokens of prompt designs")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
+                    help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
+    args = ap.parse_args(argv)
+    if args.prompt_designs:
+        prompt_designs()
+        return 0
+
+    source = local_source(RuntimeConfig())
+    stats = TermStats.from_index(source.text_index)
+    queries = [("dev", q) for q in load_benchmark(args.data / "hepth_litsearch_dev.jsonl", args.n)]
+    queries += [("citation", q) for q in load_benchmark(args.data / "hepth_refs_dev.jsonl", args.n)]
+    budgets: list[tuple[str, int, int | None]] = [(f"{b} calls", b, None) for b in map(int, args.budgets.split(","))]
+    budgets.append((f"default ({DEFAULT_LLM_BUDGET} calls, {DEFAULT_LLM_TOKEN_BUDGET // 1000}K tokens)",
+                    DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))
+    rows: list[dict[str, Any]] = []
+    for i, (kind, q) in enumerate(queries, 1):
+        filt = leakage_filter(q) if kind == "citation" else None
+        src = source.restricted(filt) if filt is not None and filt.active else source
+        runs: dict[str, dict[str, Any]] = {}
+        ref: list[str] = []
+        for label, calls, tokens in [("unlimited", 0, 0), ("no model (offline only)", -1, 0), *budgets]:
+            backend, _ = fake_backend(stats)
+            model = TimedFake(stats)
+            backend.planner = backend.extractor = backend.scorer = model
+            if calls < 0:  # the offline backend: the keyword plan (the fake model's too), no model at all
+                backend, calls = offline_backend(stats), 0
+            settings = PipelineSettings(llm_budget=calls, llm_token_budget=tokens)
+            t0 = time.perf_counter()
+            trace = run_query(q.query, Engine(src, backend, None), settings)
+            wall = time.perf_counter() - t0
+            c = trace.counters
+            ranking = ranking_of(trace)
+            if label == "unlimited":
+                ref = ranking
+            overlap, tau = closeness(ranking, ref)
+            runs[label] = {"calls": c.model_calls if backend.fallback is not None else 0, "prompt": c.prompt_tokens, "completion": c.completion_tokens,
+                           "edges": len(trace.edges), "model_edges": c.model_edges, "nodes": len(trace.nodes),
+                           "pipeline_s": wall, "model_s": model.seconds / IN_FLIGHT, "overlap10": overlap,
+                           "tau50": tau, "limit_calls": calls or None, "limit_tokens": tokens or None,
+                           "est_calls": trace.budget.planned_calls,
+                           "est_tokens": trace.budget.est_prompt_tokens + trace.budget.est_completion_tokens}
+            assert not calls or c.model_calls <= calls, (label, c.model_calls)
+            if backend.fallback is None:
+                c.prompt_tokens = c.completion_tokens = 0  # the offline backend's "calls" cost nothing
+            assert not tokens or c.prompt_tokens + c.completion_tokens <= tokens, (label, c.prompt_tokens)
+        rows.append({"kind": kind, "qid": q.qid, "runs": runs})
+        u = runs["unlimited"]
+        print(f"[{i}/{len(queries)}] {kind} {q.qid}: |V| {u['nodes']} |E| {u['edges']} unlimited {u['calls']} calls; "
+              + "; ".join(f"{k}: {r['calls']} calls {r['prompt'] + r['completion']} tok ov {r['overlap10']:.2f} "
+                          f"τ {r['tau50']:.2f}" for k, r in runs.items() if k != "unlimited"), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+    print_tables(rows)
+    return 0
+
+
+def print_tables(rows: list[dict[str, Any]]) -> None:
+    labels = list(rows[0]["runs"])
+    for kind in ("dev", "citation", "all"):
+        sel = [r for r in rows if kind in ("all", r["kind"])]
+        if not sel:
+            continue
+        print(f"\n{kind} ({len(sel)} queries; medians, overlap/τ: mean [min])")
+        print("| budget | calls | prompt tok | compl tok | tokens | model-decided edges | pipeline s | "
+              "model s (latency model) | top-10 overlap | Kendall τ top 50 |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for label in labels:
+            rs = [r["runs"][label] for r in sel]
+
+            def med(key: str, rs: list[dict[str, Any]] = rs) -> float:
+                return statistics.median(x[key] for x in rs)
+            ov = [x["overlap10"] for x in rs]
+            tau = [x["tau50"] for x in rs]
+            tokens = statistics.median(x["prompt"] + x["completion"] for x in rs)
+            print(f"| {label} | {med('calls'):,.0f} | {med('prompt'):,.0f} | {med('completion'):,.0f} | {tokens:,.0f} | "
+                  f"{med('model_edges'):,.0f} of {med('edges'):,.0f} | {med('pipeline_s'):.1f} | {med('model_s'):,.0f} | "
+                  f"{statistics.mean(ov):.3f} [{min(ov):.1f}] | {statistics.mean(tau):.3f} [{min(tau):.2f}] |")
+
+
+
+def prompt_designs(query: str = "black hole entropy from string microstates") -> None:
+    """Tokens per edge decision of three entailment prompt designs on one default query's graph (offline
+    claims as the claim sets), counted with SmolLM2's tokenizer when llama-cpp-python is installed
+    (else characters/4). Every design returns the full n_u × n_v matrix of every edge.
+
+    * per-edge (shipped ``entail-v1``): one call per edge, both claim lists with their [TYPE] tags;
+    * grouped: one call per citing paper listing its claims once and each cited paper's claims as a
+      block B<k>; the answer is one matrix per block;
+    * grouped + compact: as grouped, without the [TYPE] tags and with the claims cut to 25 words.
+    """
+    from crase_core.backends import offline_backend as _offline
+    from crase_core.llm.components import format_claims
+    from crase_core.llm.prompts import load_prompt
+    from crase_core.pipeline import build_graph
+
+    source = local_source(RuntimeConfig())
+    engine = Engine(source, _offline(TermStats.from_index(source.text_index)), None)
+    build = build_graph(query, engine, PipelineSettings())
+    papers, edges = build.expansion.papers, build.expansion.graph.edges
+    claims = {cs.paper_id: cs.claims for cs in engine.backend.extractor.extract_many(list(papers.values()))}
+    try:
+        import llama_cpp
+
+        from crase_core.llm.localserver import find_smollm2_gguf
+        vocab = llama_cpp.Llama(str(find_smollm2_gguf()), vocab_only=True, verbose=False)
+
+        def count(text: str) -> int:
+            return len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
+        how = "SmolLM2 tokenizer"
+    except Exception:  # noqa: BLE001 - any failure: fall back to the character estimate
+        def count(text: str) -> int:
+            return len(text) // 4
+        how = "characters/4"
+    t = load_prompt("entailment")
+    system = count(t.system)
+    per_edge = prompt = completion = 0
+    for u, v in edges:
+        msgs = t.render(claims_a=format_claims(claims[u], "A"), claims_b=format_claims(claims[v], "B"),
+                        n_u=len(claims[u]), n_v=len(claims[v]))
+        prompt += sum(count(m["content"]) for m in msgs)
+        completion += 6 * len(claims[u]) * len(claims[v]) + 6
+        per_edge += 1
+
+    def compact(cs: list[Any]) -> str:
+        return "\n".join(f"{i}. {' '.join(c.text.split()[:25])}" for i, c in enumerate(cs, 1))
+
+    by_citing: dict[str, list[str]] = {}
+    for u, v in edges:
+        by_citing.setdefault(u, []).append(v)
+    grouped = {"grouped": [0, 0, 0], "grouped + compact": [0, 0, 0]}
+    for u, cited in by_citing.items():
+        for name in grouped:
+            fmt = compact if "compact" in name else (lambda cs: format_claims(cs, "A"))
+            user = "<claims_a>\n" + fmt(claims[u]) + "\n</claims_a>\n" + "\n".join(
+                f"<paper_b{k}>\n{fmt(claims[v])}\n</paper_b{k}>" for k, v in enumerate(cited, 1))
+            grouped[name][0] += 1
+            grouped[name][1] += system + count(user) + 40
+            grouped[name][2] += sum(6 * len(claims[u]) * len(claims[v]) + 10 for v in cited)
+    n = len(edges)
+    print(f"\nPrompt designs on one default query ({n:,} edges, {len(by_citing):,} citing papers; {how}):")
+    print("| design | calls | prompt tokens | completion tokens | tokens per edge decision |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| per-edge (entail-v1) | {per_edge:,} | {prompt:,} | {completion:,} | {(prompt + completion) / n:.0f} |")
+    for name, (calls, p, c) in grouped.items():
+        print(f"| {name} | {calls:,} | {p:,} | {c:,} | {(p + c) / n:.0f} |")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""A ranked paper's score in words: what share of the ranking it holds, against the average paper.
+
+PPR (Eq. 6–7) scores are the stationary distribution of the restarting walk: a paper's score is the
+share of the walk's time spent on it, so "1.2 % of the walk, 5× the average of 412 papers" is exact.
+SALSA and CEP scores are put the same way as a share of their total. Pure functions over a trace.
+"""
+
+from __future__ import annotations
+
+from .records import RankedPaper
+from .trace import RunTrace
+
+RESTART_WORDS = {
+    "query": "the walk restarts at papers in proportion to their text match with the whole query",
+    "uniform": "the walk restarts at the kept seeds, uniformly",
+    "relevance": "the walk restarts at the kept seeds, weighted by their search rank",
+}
+
+
+def score_share(trace: RunTrace, result: RankedPaper) -> tuple[float, float, int]:
+    """(share of the total score, multiple of the average paper's score, papers ranked)."""
+    scores = trace.ranking.scores
+    total = sum(v for v in scores.values() if v > 0)
+    n = len(scores)
+    if total <= 0 or n == 0:
+        return 0.0, 0.0, n
+    share = max(result.score, 0.0) / total
+    return share, share * n, n
+
+
+def score_sentence(trace: RunTrace, result: RankedPaper) -> str:
+    """E.g. ``1.2% of the random walk's time — 5.1× the average of the 412 papers in the pruned graph``."""
+    share, multiple, n = score_share(trace, result)
+    if n == 0:
+        return "no score (nothing was ranked)"
+    what = "of the random walk's time" if trace.ranking.ranker == "ppr" else f"of the total {trace.ranking.ranker} score"
+    return f"{share:.1%} {what} — {multiple:.1f}× the average of the {n:,} papers in the pruned graph"
+
+
+def restart_words(trace: RunTrace) -> str:
+    """How the run's walk restarts (the personalization setting, in words)."""
+    return RESTART_WORDS.get(trace.settings.personalization, f"restart: {trace.settings.personalization}")

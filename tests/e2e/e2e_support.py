@@ -1,0 +1,97 @@
+"""Helpers of the browser end-to-end tests: a Streamlit app on 127.0.0.1 and a headless chromium.
+
+Skips the module when chromium or Playwright is missing, unless ``CRASE_REQUIRE_BROWSER=1``
+(CI), where that is a failure. Screenshots go to ``$CRASE_SCREENSHOT_DIR`` or
+``artifacts/screenshots``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CRASE_CHROMIUM", "/usr/bin/chromium")
+REQUIRE = os.environ.get("CRASE_REQUIRE_BROWSER") == "1"
+SHOTS = Path(os.environ.get("CRASE_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def browser_missing() -> str | None:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        return f"chromium not found at {CHROMIUM} (apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    return None
+
+
+def skip_without_browser() -> None:
+    """Call at module level: skip (or, with CRASE_REQUIRE_BROWSER=1, fail) when no browser is available."""
+    why = browser_missing()
+    if why:
+        if REQUIRE:
+            pytest.fail(f"browser test required (CRASE_REQUIRE_BROWSER=1) but {why}", pytrace=False)
+        pytest.skip(why, allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def streamlit_app(tmp: Path, corpus: Path | None = None, cache_dir: Path | None = None) -> Iterator[tuple[str, Path]]:
+    """``streamlit run app.py`` on a free port (over ``corpus``, or the embedded default); yields (url, runs dir)."""
+    port = _free_port()
+    env = dict(os.environ, CRASE_CACHE_DIR=str(cache_dir or tmp / "cache"), CRASE_RUNS_DIR=str(tmp / "runs"),
+               PYTHONUNBUFFERED="1")
+    if corpus is not None:
+        env["CRASE_CORPUS"] = str(corpus)
+    else:
+        env.pop("CRASE_CORPUS", None)
+    log_path = tmp / "streamlit.log"
+    log = open(log_path, "w")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.3)
+            if proc.poll() is not None:
+                break
+        else:
+            pytest.fail("streamlit did not start: " + log_path.read_text()[-2000:])
+        if proc.poll() is not None:
+            pytest.fail("streamlit exited: " + log_path.read_text()[-2000:])
+        yield url, tmp / "runs"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

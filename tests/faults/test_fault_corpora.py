@@ -1,0 +1,139 @@
+"""Corpus folders with missing, empty, duplicated, dangling, odd or damaged content.
+
+Each case writes the tiny corpus with one fault, runs ``crase query`` on it (in process) and checks
+the exact outcome: a one-line error naming the file (and line) with exit status 2, or the same
+ranked list as the clean corpus where the fault is harmless; then the clean corpus still answers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_tools import QUERY, crase, one_error, ranked
+from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
+
+
+def _run(capsys, corpus: Path, query: str = QUERY):
+    return crase(capsys, "query", query, "--corpus", corpus, "--quiet")
+
+
+@pytest.fixture
+def clean_ranked(capsys, tiny_corpus_dir) -> str:
+    r = _run(capsys, tiny_corpus_dir)
+    assert r.code == 0, r.err
+    return ranked(r.out)
+
+
+def _same_list(out: str, clean: str) -> None:
+    """The ranked lines match the clean corpus's (the ``Source:`` name differs with the files' hash)."""
+    assert ranked(out) == clean
+
+
+@pytest.mark.parametrize("remove, message", [
+    ("papers.jsonl", "{d} has no papers.jsonl or papers.jsonl.gz (a corpus folder holds papers.jsonl and "
+                     "citations.tsv)"),
+    ("citations.tsv", "{d} has no citations.tsv or citations.tsv.gz (a corpus folder holds papers.jsonl and "
+                      "citations.tsv)"),
+], ids=["no-papers-file", "no-citations-file"])
+def test_missing_corpus_file_is_named(capsys, tmp_path, remove, message, clean_ranked, tiny_corpus_dir):
+    d = write_corpus(tmp_path / "c")
+    (d / remove).unlink()
+    assert one_error(_run(capsys, d)) == message.format(d=d)
+    write_corpus(d)  # the fault gone
+    _same_list(_run(capsys, d).out, clean_ranked)
+
+
+def test_missing_corpus_folder_is_named(capsys, tmp_path):
+    assert one_error(_run(capsys, tmp_path / "nowhere")) == f"corpus folder {tmp_path / 'nowhere'} does not exist"
+
+
+def test_empty_papers_file_is_refused(capsys, tmp_path):
+    d = write_corpus(tmp_path / "c")
+    (d / "papers.jsonl").write_text("\n\n", encoding="utf-8")
+    assert one_error(_run(capsys, d)) == f"{d / 'papers.jsonl'} holds no papers"
+
+
+def test_empty_citations_file_runs_and_says_nothing_is_left(capsys, tmp_path):
+    d = write_corpus(tmp_path / "c", citations=[])
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    assert "|V| 4 / |E| 0 → kept 0 nodes / 0 edges → 0 results" in r.out and "No results." in r.out
+
+
+def test_duplicate_paper_ids_first_record_wins(capsys, tmp_path, clean_ranked):
+    dup = [*TINY_PAPERS, ("9801001", 2024, "An impostor record", "glueball glueball")]
+    d = write_corpus(tmp_path / "c", papers=dup)
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    _same_list(r.out, clean_ranked)
+    assert "impostor" not in r.out
+
+
+@pytest.mark.parametrize("extra", [[("9801001", "7777777"), ("8888888", "9802001")], [("9802001", "9802001")],
+                                   [("9801001", "9802001\textra")]],
+                         ids=["citation-to-unknown-id", "self-citation", "three-columns"])
+def test_dangling_or_malformed_citations_are_dropped(capsys, tmp_path, clean_ranked, extra):
+    d = write_corpus(tmp_path / "c", citations=[*TINY_CITATIONS, *extra])
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    _same_list(r.out, clean_ranked)
+
+
+@pytest.mark.parametrize("year, shown", [("nineteen", "1999"), (-5, "1999"), (None, "1999"), (0, "n.d.")],
+                         ids=["text", "negative", "null", "zero"])
+def test_unusable_year_makes_an_undated_paper(capsys, tmp_path, year, shown):
+    d = write_corpus(tmp_path / "c")
+    lines = (d / "papers.jsonl").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[3])  # 9902001, a glueball paper: the month from its id stays
+    rec["year"] = year
+    lines[3] = json.dumps(rec)
+    (d / "papers.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = _run(capsys, d, "lattice glueball spectrum")
+    assert r.code == 0, r.err
+    assert f"Lattice simulation of gauge theory glueballs ({shown}) — 9902001" in r.out  # else: from the id's month
+
+
+def test_huge_abstract_is_indexed(capsys, tmp_path):
+    big = "We measure the glueball spectrum. " * 30_000  # ~1 MB
+    d = write_corpus(tmp_path / "c", papers=[*TINY_PAPERS, ("0003001", 2000, "Glueball masses at scale", big)],
+                     citations=[*TINY_CITATIONS, ("0003001", "9902001")])
+    r = _run(capsys, d, "glueball spectrum")
+    assert r.code == 0, r.err
+    assert "Glueball masses at scale (2000) — 0003001" in r.out
+
+
+@pytest.mark.parametrize("transform", ["blank-lines", "crlf"])
+def test_blank_lines_and_crlf_give_the_same_answer(capsys, tmp_path, clean_ranked, transform):
+    d = write_corpus(tmp_path / "c")
+    for name in ("papers.jsonl", "citations.tsv"):
+        text = (d / name).read_text(encoding="utf-8")
+        text = text.replace("\n", "\n\n  \n") if transform == "blank-lines" else text.replace("\n", "\r\n")
+        (d / name).write_bytes(text.encode("utf-8"))
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    _same_list(r.out, clean_ranked)
+
+
+def test_byte_order_mark_is_accepted(capsys, tmp_path, clean_ranked):
+    d = write_corpus(tmp_path / "c")
+    for name in ("papers.jsonl", "citations.tsv"):
+        (d / name).write_bytes(b"\xef\xbb\xbf" + (d / name).read_bytes())
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    _same_list(r.out, clean_ranked)
+
+
+@pytest.mark.parametrize("line, why", [
+    ('{"id": ', "not a paper record (Expecting value: line 2 column 1 (char 8))"),
+    ('{"title": "no id"}', "not a paper record ('id')"),
+], ids=["invalid-json-line", "record-without-id"])
+def test_bad_record_names_file_and_line(capsys, tmp_path, clean_ranked, line, why):
+    d = write_corpus(tmp_path / "c")
+    with open(d / "papers.jsonl", "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    assert one_error(_run(capsys, d)) == f"{d / 'papers.jsonl'}:7: {why}"
+    shutil.rmtree(d)
+    _same_list(_run(capsys, write_corpus(d)).out, clean_ranked)

@@ -1,0 +1,138 @@
+"""Search page, second pass (issue 11 items 3, 4, 6): result cards, honest numbers, the estimate flow,
+the weak-match notice and the user's library — with streamlit.testing (no browser)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
+QUERY = "holographic entanglement entropy of BTZ black holes"
+
+
+@pytest.fixture()
+def app_env(tmp_path, monkeypatch):
+    import streamlit as st
+
+    monkeypatch.setenv("CRASE_CORPUS", str(HOSTILE))
+    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(ROOT)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield tmp_path / "runs"
+    st.cache_resource.clear()
+
+
+def _click(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click()
+    return at.run(timeout=180)
+
+
+def _search(at: AppTest, query: str) -> AppTest:
+    at.text_area(key="query_text").input(query)
+    return _click(at, "Search")
+
+
+def test_cards_and_honest_numbers(app_env):
+    at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run(), QUERY)
+    assert not at.exception and not at.error
+    trace = at.session_state["trace"]
+    metrics = {m.label: m.value for m in at.metric}
+    # offline backend: scoring operations, never "model calls"; the total time from the click
+    assert metrics["scoring operations"] == f"{trace.counters.model_calls:,}" and "model calls" not in metrics
+    total = at.session_state["elapsed"][trace.run_id]
+    assert metrics["total time"] == f"{total:.1f} s" and total >= sum(trace.timings.values())
+    assert not [m for m in at.markdown if "model calls" in m.value]
+    # every card explains its score in words and has its abstract one click away
+    scores = [c.value for c in at.caption if c.value.startswith("Score: ")]
+    assert len(scores) == len(trace.results)
+    from crase_core.score_words import score_sentence
+    from pages._display import md_escape
+
+    assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
+    share = trace.results[0].score / sum(trace.ranking.scores.values())
+    assert score_sentence(trace, trace.results[0]).startswith(
+        f"{share:.1%} of the random walk's time — {share * len(trace.ranking.scores):.1f}× the average of the "
+        f"{len(trace.ranking.scores)} papers")
+    assert sum(e.label == "Abstract" for e in at.expander) == len(trace.results)
+    # the progress board started with opening the corpus
+    assert any(m.value.startswith(":material/check_circle: Open the corpus and its search index — ready")
+               for m in at.markdown)
+
+
+def test_estimate_never_sits_above_another_querys_results(app_env):
+    at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run(), QUERY)
+    assert [m for m in at.markdown if "Why it is here" in m.value] or [
+        c for c in at.caption if c.value.startswith("Why it is here")]
+    at.text_area(key="query_text").input("Virasoro symmetry of anti-de Sitter gravity")
+    at = _click(at, "Estimate budget")
+    assert not at.exception
+    assert any(i.value.startswith("**Budget: ") for i in at.info)
+    assert not [c for c in at.caption if c.value.startswith("Why it is here")]
+    assert not [s for s in at.subheader if s.value == "Results"]
+    assert any("results of the open run (another query) are hidden" in c.value for c in at.caption)
+    # the same query as the open run: its results may stay
+    at.text_area(key="query_text").input(QUERY)
+    at = _click(at, "Estimate budget")
+    assert [s for s in at.subheader if s.value == "Results"]
+
+
+def test_library_seeds_and_marks(app_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at.text_area(key="library_ids").input("h003 hep-th/9999999")
+    at = _search(at, QUERY)
+    assert not at.exception and not at.error
+    trace = at.session_state["trace"]
+    assert trace.library is not None
+    assert [(i.given, i.paper_id, i.seed) for i in trace.library.items] == [
+        ("h003", "h003", True), ("arXiv:hep-th/9999999", None, False)]
+    marked = [m.value for m in at.markdown if "already in your library" in m.value]
+    assert len(marked) == sum(r.in_library for r in trace.results) == 1
+    from pages._display import md_escape
+
+    assert any(md_escape("not in this source (arXiv:hep-th/9999999)") in w.value for w in at.warning)
+    hide = next(t for t in at.toggle if t.key == "hide_library")
+    hide.set_value(True)
+    at.run()
+    assert len([c for c in at.caption if c.value.startswith("Score: ")]) == len(trace.results) - 1
+    at.switch_page("pages/2_Seeds.py").run()
+    assert not at.exception and not at.error
+    assert {m.label: m.value for m in at.metric}["from your library"] == "1"
+    table = at.dataframe[-1].value
+    assert table["given"].tolist() == ["h003", "arXiv:hep-th/9999999"]
+    assert table["title"].tolist()[1] == "not in this source"
+
+
+def test_weak_match_notice_and_links_on_the_embedded_corpus(tmp_path, monkeypatch, hepth_source):
+    import streamlit as st
+
+    monkeypatch.delenv("CRASE_CORPUS", raising=False)
+    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(ROOT)
+    st.cache_resource.clear()
+    at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run(),
+                 "protein folding with deep learning")
+    assert not at.exception
+    weak = [w.value for w in at.warning if w.value.startswith("Weak match")]
+    assert len(weak) == 1
+    # cards link to arXiv, built from the validated id
+    links = [m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]
+    assert len(links) == len(at.session_state["trace"].results)
+    st.cache_resource.clear()
+
+
+def test_html_share_is_made_on_request(app_env):
+    at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run(), QUERY)
+    assert not [b for b in at.get("download_button") if b.proto.label.startswith("Share as one HTML")]
+    at = _click(at, "Prepare a shareable HTML file")
+    assert not at.exception and not at.error
+    assert [b for b in at.get("download_button") if b.proto.label == "Share as one HTML file (opens offline)"]
+    assert not [b for b in at.button if b.label == "Prepare a shareable HTML file"]  # replaced by the download
+    assert at.session_state["html_ready"] == at.session_state["trace"].run_id

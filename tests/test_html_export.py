@@ -1,0 +1,169 @@
+"""`crase export --format html`: one self-contained file; everything from the trace escaped; in headless
+Chromium from disk with the network off, clicking an edge shows that edge's matrix, claims and decision."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from crase_core import trace as trace_io
+from crase_core.cli import main
+from crase_core.html_export import export_data, script_json, to_html
+from crase_core.resources import graph_component_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
+QUERY = "holographic entanglement entropy of BTZ black holes"
+HOSTILE_TITLE = "<script>alert('xss')</script> Holographic entanglement entropy of BTZ black holes"
+CHROMIUM = os.environ.get("CRASE_CHROMIUM", "/usr/bin/chromium")
+REQUIRE_BROWSER = os.environ.get("CRASE_REQUIRE_BROWSER") == "1"
+
+
+@pytest.fixture(scope="module")
+def hostile_trace():
+    from crase_core.backends import offline_backend
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.sources.local import LocalSource
+    from crase_core.termstats import TermStats
+
+    source = LocalSource.open(HOSTILE)
+    engine = Engine(source, offline_backend(TermStats.from_index(source.text_index)))
+    return run_query(QUERY, engine)
+
+
+def test_script_json_cannot_close_the_script_element():
+    text = script_json({"t": "</script><script>alert(1)</script> & \u2028 <!--"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"t": "</script><script>alert(1)</script> & \u2028 <!--"}
+
+
+def test_html_is_self_contained_and_escaped(hostile_trace):
+    page = to_html(hostile_trace)
+    vis_js = (graph_component_dir() / "vis-network.min.js").read_text(encoding="utf-8")
+    assert page.count(vis_js) == 1
+    ours = page.replace(vis_js, "")  # vis-network's own code holds a "<script>" string literal
+    assert HOSTILE_TITLE in {n["title"] for n in export_data(hostile_trace)["nodes"].values()}
+    # the only script elements are ours: the data block, vis-network and the page script
+    assert re.findall(r"<script[^>]*>", ours) == ['<script type="application/json" id="crase-data">', "<script>",
+                                                  "<script>"]
+    assert "alert('xss')" not in ours.replace("\\u003cscript\\u003ealert('xss')\\u003c/script\\u003e", "")
+    assert "javascript:" not in page.split('id="crase-data">')[1].split("</script>")[0].replace(
+        "[links](javascript:alert(1))", "")  # the hostile title's text only, never a link
+    # nothing is fetched: no src/href to anything but in-page data
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", page)
+    assert not re.search(r"@@[A-Z_]+@@", ours)  # every placeholder filled
+    assert "vis.js is dual licensed" in page and "Apache-2.0 / MIT" in page  # the licence notices stay
+    data = json.loads(page.split('id="crase-data">')[1].split("</script>")[0])
+    assert data["query"] == QUERY and len(data["results"]) == len(hostile_trace.results)
+    exported = {(e["from"], e["to"]) for e in data["edges"]}
+    assert exported <= {(e.citing, e.cited) for e in hostile_trace.edges}
+    assert {(e.citing, e.cited) for e in hostile_trace.edges if e.kept} <= exported
+
+
+def test_cli_export_writes_the_file(hostile_trace, tmp_path, capsys):
+    run = trace_io.save(hostile_trace, tmp_path / "run.json")
+    out = tmp_path / "run.html"
+    assert main(["export", str(run), "--format", "html", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == to_html(hostile_trace)
+    assert "needs no server" in capsys.readouterr().out
+    # a folder is refused with one line, not a traceback
+    (tmp_path / "dir").mkdir()
+    assert main(["export", str(run), "--out", str(tmp_path / "dir")]) == 2
+
+
+def _browser_missing() -> str | None:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        return f"chromium not found at {CHROMIUM}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_trace, tmp_path):
+    why = _browser_missing()
+    if why:
+        if REQUIRE_BROWSER:
+            pytest.fail(f"browser test required but {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    path = tmp_path / "run.html"
+    path.write_text(to_html(hostile_trace), encoding="utf-8")
+    requests: list[str] = []
+    shots = Path(os.environ.get("CRASE_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM if Path(CHROMIUM).exists() else None,
+                                     args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, offline=True)
+        context.route("**/*", lambda route: (requests.append(route.request.url),
+                                             route.continue_() if route.request.url.startswith("file:") else route.abort()))
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        page.wait_for_function("window.craseExport && window.craseExport.ready", timeout=20000)
+        assert errors == []
+        assert [u for u in requests if not u.startswith("file:")] == []
+        # the hostile title is text, not markup
+        assert page.locator("ol#results").inner_text().count("<script>alert('xss')</script>") == 1
+        assert page.evaluate("document.querySelectorAll('script').length") == 3
+        shown = page.evaluate("window.craseExport.edges.getIds()")
+        assert shown
+        # click the midpoint of every drawn edge whose midpoint is clear of nodes; the panel opens that edge
+        positions = page.evaluate("""() => { const n = window.craseExport.network; const out = {};
+            window.craseExport.edges.get().forEach(e => { const p = n.getPositions([e.from, e.to]);
+              const a = n.canvasToDOM(p[e.from]), b = n.canvasToDOM(p[e.to]);
+              out[e.id] = {from: e.from, to: e.to, x: (a.x + b.x) / 2, y: (a.y + b.y) / 2}; }); return out; }""")
+        box = page.locator("#graph").bounding_box()
+        clicked = 0
+        for eid, p in positions.items():
+            hit = page.evaluate("([x, y]) => { const n = window.craseExport.network;"
+                                "return [n.getNodeAt({x, y}) ?? null, n.getEdgeAt({x, y}) ?? null]; }", [p["x"], p["y"]])
+            if hit[0] is not None or hit[1] != eid:
+                continue  # the midpoint lies on a node or another edge: not a clean click
+            page.mouse.click(box["x"] + p["x"], box["y"] + p["y"])
+            assert page.locator("#panel").get_attribute("data-edge") == f"{p['from']}->{p['to']}"
+            edge = hostile_trace.edge(p["from"], p["to"])
+            assert page.locator("#decision").inner_text().endswith(edge.decision)
+            rows = page.locator("#matrix tr")
+            assert rows.count() == len(edge.matrix) + 1
+            cells = [float(x) for x in page.locator("#matrix tr").nth(1).locator("td").all_inner_texts()]
+            assert cells == [round(x, 2) for x in edge.matrix[0]]
+            claims = hostile_trace.claims[edge.citing].claims
+            assert claims[0].text in page.locator("#matrix tr").nth(1).locator("th").inner_text()
+            clicked += 1
+        assert clicked >= 3
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "export_html_edge_1440x900.png"))
+        # a ranked paper opens its card, with its link built from a validated id only
+        page.locator("ol#results li").first.click()
+        assert page.locator("#panel").get_attribute("data-node") == hostile_trace.results[0].paper_id
+        context.close()
+        browser.close()
+
+
+def test_traces_without_the_new_fields_still_load(hostile_trace):
+    """Traces saved before coverage/library/in_library/origin kind existed load with the defaults."""
+    assert hostile_trace.coverage is not None and not hostile_trace.coverage.weak  # recorded by the run
+    data = json.loads(trace_io.dumps(hostile_trace))
+    del data["coverage"], data["library"]
+    for n in data["nodes"]:
+        del n["in_library"]
+    for r in data["results"]:
+        del r["in_library"]
+    for s in data["seeds"]:
+        for o in s["origins"]:
+            del o["kind"]
+    old = trace_io.from_dict(data)
+    assert old.coverage is None and old.library is None
+    assert not any(n.in_library for n in old.nodes) and all(o.kind == "search" for s in old.seeds for o in s.origins)
+    assert [r.paper_id for r in old.results] == [r.paper_id for r in hostile_trace.results]
+    assert "crase-data" in to_html(old)
