@@ -23,6 +23,7 @@ from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
 skip_without_browser()
 
 from playwright.sync_api import Frame, Page  # noqa: E402
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # noqa: E402
 
 DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
 N_EDGE_CLICKS = 20
@@ -258,7 +259,14 @@ def test_layouts_and_wide_screen(demo_run):
     }""", top.paper_id)
     assert other is not None
     origin = iframe_origin(page)
-    page.mouse.dblclick(origin["x"] + other["x"], origin["y"] + other["y"])
-    frame.wait_for_function("id => window.craseGraph.key.endsWith('|' + id) && window.craseGraph.ready",
-                            arg=other["id"], timeout=30_000)
+    for attempt in range(3):  # a double click can be lost while a loaded machine is still drawing the view
+        page.mouse.dblclick(origin["x"] + other["x"], origin["y"] + other["y"])
+        try:  # the component's frame may be replaced by the rerun: look it up again
+            graph_frame(page).wait_for_function(
+                "id => window.craseGraph.key.endsWith('|' + id) && window.craseGraph.ready",
+                arg=other["id"], timeout=20_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     page.set_viewport_size({"width": 1440, "height": 900})
