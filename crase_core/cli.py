@@ -85,10 +85,11 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         authors = printable(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else ""))
         mark = " [in your library]" if r.in_library else ""
         head = f"{r.rank:>3}. [{r.score:.4f}]{mark} {printable(p.title)} ({p.year or 'n.d.'}) — {printable(p.id)}"
-        lines.append(textwrap.shorten(head, width=width, placeholder="…"))
+        lead = head[: len(head) - len(head.lstrip())]  # shorten() drops leading spaces: keep the rank aligned
+        lines.append(lead + textwrap.shorten(head, width=width - len(lead), placeholder="…"))
         if authors:
-            lines.append(textwrap.shorten(f"       {authors}", width=width, placeholder="…"))
-        lines.append(textwrap.shorten(f"       why: {printable(r.reason)}", width=width, placeholder="…"))
+            lines.append("       " + textwrap.shorten(authors, width=width - 7, placeholder="…"))
+        lines.append("       " + textwrap.shorten(f"why: {printable(r.reason)}", width=width - 7, placeholder="…"))
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters

@@ -22,7 +22,8 @@ def test_query_and_show_round_trip(tmp_path, hepth_source):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("Query: superconformal")
-    assert sum(1 for ln in lines if ln.lstrip().startswith("why:")) == 5
+    assert sum(1 for ln in lines if ln.startswith("       why: ")) == 5  # indented under its paper
+    assert [ln[:5] for ln in lines if ln[3:5] == ". "] == ["  1. ", "  2. ", "  3. ", "  4. ", "  5. "]
     assert any(ln.startswith("Stages:") and "seeds" in ln for ln in lines)
     assert any(ln.startswith("Budget: 1 + |V| + |E| =") for ln in lines)
     assert "plan" in r.stderr and "ranking" in r.stderr  # per-stage progress
