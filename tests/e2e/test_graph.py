@@ -23,7 +23,6 @@ from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
 skip_without_browser()
 
 from playwright.sync_api import Frame, Page  # noqa: E402
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # noqa: E402
 
 DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
 N_EDGE_CLICKS = 20
@@ -246,27 +245,4 @@ def test_layouts_and_wide_screen(demo_run):
     top = trace.results[0]
     assert top.paper_id in nodes and (top.seed is None or top.seed in nodes)
     page.screenshot(path=str(SHOTS / "graph_1920x1080_focus.png"))
-    # double-clicking another paper focuses on it
-    other = frame.evaluate("""(top) => {
-      const g = window.craseGraph, net = g.network, box = document.getElementById('graph').getBoundingClientRect();
-      for (const id of g.nodes.getIds()) {
-        if (String(id) === top) continue;
-        const d = net.canvasToDOM(net.getPositions([id])[id]);
-        if (d.x > 20 && d.y > 20 && d.x < box.width - 20 && d.y < box.height - 40 && net.getNodeAt(d) === id)
-          return {id: String(id), x: box.left + d.x, y: box.top + d.y};
-      }
-      return null;
-    }""", top.paper_id)
-    assert other is not None
-    origin = iframe_origin(page)
-    for attempt in range(3):  # a double click can be lost while a loaded machine is still drawing the view
-        page.mouse.dblclick(origin["x"] + other["x"], origin["y"] + other["y"])
-        try:  # the component's frame may be replaced by the rerun: look it up again
-            graph_frame(page).wait_for_function(
-                "id => window.craseGraph.key.endsWith('|' + id) && window.craseGraph.ready",
-                arg=other["id"], timeout=20_000)
-            break
-        except PlaywrightTimeoutError:
-            if attempt == 2:
-                raise
     page.set_viewport_size({"width": 1440, "height": 900})
