@@ -51,7 +51,7 @@ def test_query_of_exactly_the_limit_runs(capsys, tiny_corpus_dir):
     q = ("black hole entropy " * 200)[:2000]
     r = _query(capsys, tiny_corpus_dir, q)
     assert r.code == 0, r.err
-    assert r.out.startswith("Query: black hole entropy") and "\n1. [" in r.out
+    assert r.out.startswith("Query: black hole entropy") and "\n  1. [" in r.out
 
 
 def test_nul_and_control_characters_are_removed_from_the_query(capsys, tmp_path, tiny_corpus_dir):
@@ -191,7 +191,7 @@ def test_settings_file_that_cannot_be_parsed(capsys, tmp_path, tiny_corpus_dir, 
     assert got.startswith(f"the settings file {f} ") and got.endswith(message), got
     f.write_text("[pipeline]\nk = 3\n" if name.endswith(".toml") else '{"pipeline": {"k": 3}}', encoding="utf-8")
     fixed = _query(capsys, tiny_corpus_dir, QUERY, "--config", str(f))
-    assert fixed.code == 0 and "\n3. [" in fixed.out and "\n4. [" not in fixed.out
+    assert fixed.code == 0 and "\n  3. [" in fixed.out and "\n  4. [" not in fixed.out
 
 
 @pytest.mark.parametrize("content, message", [
