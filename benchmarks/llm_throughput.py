@@ -145,7 +145,7 @@ def compare_transports(base_url: str, n: int, concurrency: int) -> list[dict]:
 
     rows = []
     for name, fn in (("openai SDK (AsyncOpenAI, shared httpx pool)", sdk), ("httpx.AsyncClient, keep-alive", plain_httpx),
-                     ("crase transport (asyncio streams, keep-alive)", builtin)):
+                     ("crase transport (aiohttp, keep-alive)", builtin)):
         cpu0, t0 = _cpu(), time.perf_counter()
         asyncio.run(fn())
         wall = time.perf_counter() - t0
