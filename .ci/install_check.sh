@@ -75,10 +75,10 @@ EOF
 # --- 2. the CLI -------------------------------------------------------------------------------------------------
 step "crase query"
 "$tmp/venv/bin/crase" query "noncommutative solitons" --k 5 --quiet > "$tmp/query.txt" || { cat "$tmp/query.txt"; fail "crase query"; }
-ranked=$(grep -cE '^[1-5]\. \[[0-9.]+\] ' "$tmp/query.txt" || true)
+ranked=$(grep -cE '^ *[1-5]\. \[[0-9.]+\] ' "$tmp/query.txt" || true)
 [ "$ranked" = 5 ] || { cat "$tmp/query.txt"; fail "expected 5 ranked papers, got $ranked"; }
 grep -qE '^Source: +local:hepth@' "$tmp/query.txt" || { cat "$tmp/query.txt"; fail "not the embedded hep-th corpus"; }
-grep -qE '^[1-5]\. .* — 0003160$' "$tmp/query.txt" || { cat "$tmp/query.txt"; fail "Noncommutative Solitons (hep-th/0003160) not in the top 5"; }
+grep -qE '^ *[1-5]\. .* — 0003160$' "$tmp/query.txt" || { cat "$tmp/query.txt"; fail "Noncommutative Solitons (hep-th/0003160) not in the top 5"; }
 sed -n '/^1\. /p' "$tmp/query.txt" | sed 's/^/  /'
 
 # --- 3. the Streamlit app ---------------------------------------------------------------------------------------
