@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,8 @@ def streamlit_app(tmp: Path, corpus: Path | None = None, cache_dir: Path | None 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def chromium(p: Any) -> Any:
+    """Headless Debian chromium through Playwright (the flags the developers' guide gives)."""
+    return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from app_server import SHOTS, app_server, chromium, skip_without_browser  # noqa: E402
+from e2e_support import SHOTS, chromium, skip_without_browser, streamlit_app  # noqa: E402
 
 skip_without_browser()
 
@@ -34,7 +34,7 @@ def test_six_sessions_query_at_once(tmp_path):
     from crase_core import trace as trace_io
     from crase_core.runs import content_id
 
-    with app_server(tmp_path, CORPUS) as url, sync_playwright() as p:
+    with streamlit_app(tmp_path, CORPUS) as (url, _runs), sync_playwright() as p:
         browser = chromium(p)
         contexts = [browser.new_context(viewport={"width": 1440, "height": 900}) for _ in range(6)]
         pages = [c.new_page() for c in contexts]

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
-from app_server import SHOTS, app_server, chromium, skip_without_browser  # noqa: E402
+from e2e_support import SHOTS, chromium, skip_without_browser, streamlit_app  # noqa: E402
 
 skip_without_browser()
 
@@ -26,7 +26,7 @@ QUERY = "holographic entanglement entropy of BTZ black holes"
 
 
 def test_quick_successive_downloads_all_arrive(tmp_path):
-    with app_server(tmp_path, CORPUS) as url, sync_playwright() as p:
+    with streamlit_app(tmp_path, CORPUS) as (url, _runs), sync_playwright() as p:
         browser = chromium(p)
         page = browser.new_page(viewport={"width": 1440, "height": 900}, accept_downloads=True)
         page.goto(url)
