@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
+import bibtexparser
+
 from .errors import InputError
 from .records import LibraryItem, Paper
 from .sources.base import PaperSource
@@ -174,131 +176,19 @@ def parse_ids(text: str) -> ParsedLibrary:
 
 
 # ---- BibTeX ------------------------------------------------------------------------------------------------
-_SKIP_TYPES = {"comment", "preamble", "string"}
 _NAME = re.compile(r"[A-Za-z0-9_:.+-]+")
 
 
-class _Reader:
-    """A cursor over BibTeX text with the few token readers the entry grammar needs."""
-
-    def __init__(self, text: str) -> None:
-        self.s = text
-        self.i = 0
-
-    def ws(self) -> None:
-        while self.i < len(self.s) and (self.s[self.i].isspace()):
-            self.i += 1
-
-    def name(self) -> str:
-        self.ws()
-        m = _NAME.match(self.s, self.i)
-        if not m:
-            raise ValueError("expected a name")
-        self.i = m.end()
-        return m.group(0)
-
-    def quoted(self) -> str:
-        start = self.i + 1
-        self.i += 1
-        depth = 0
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c == "\\":
-                self.i += 2
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            elif c == '"' and depth <= 0:
-                self.i += 1
-                return self.s[start:self.i - 1]
-            self.i += 1
-        raise ValueError("unterminated string")
-
-    def value(self) -> str:
-        parts: list[str] = []
-        while True:
-            self.ws()
-            if self.i >= len(self.s):
-                raise ValueError("missing value")
-            c = self.s[self.i]
-            if c == "{":
-                parts.append(self.braced())
-            elif c == '"':
-                parts.append(self.quoted())
-            else:
-                parts.append(self.name())
-            self.ws()
-            if self.i < len(self.s) and self.s[self.i] == "#":
-                self.i += 1
-                continue
-            return "".join(parts)
-
-    def braced(self) -> str:
-        start = self.i + 1
-        depth = 0
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c == "\\":
-                self.i += 2
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    self.i += 1
-                    return self.s[start:self.i - 1]
-            self.i += 1
-        raise ValueError("unbalanced braces")
-
-
 def bibtex_entries(text: str) -> Iterator[tuple[str, str, dict[str, str]] | str]:
-    """``(type, key, fields)`` per BibTeX entry (field names lower-case), or a short error string for an
-    entry that could not be read (the reader then resumes at the next ``@``)."""
-    r = _Reader(text)
-    while True:
-        at = text.find("@", r.i)
-        if at < 0:
-            return
-        r.i = at + 1
-        try:
-            kind = r.name().lower()
-            r.ws()
-            if r.i >= len(text) or text[r.i] not in "{(":
-                raise ValueError("expected { after the entry type")
-            close = "}" if text[r.i] == "{" else ")"
-            if kind in _SKIP_TYPES:
-                r.braced() if close == "}" else r.value()
-                continue
-            r.i += 1
-            r.ws()
-            m = re.compile(r"[^,\s}]*").match(text, r.i)
-            key = m.group(0) if m else ""
-            r.i = m.end() if m else r.i
-            fields: dict[str, str] = {}
-            while True:
-                r.ws()
-                if r.i >= len(text):
-                    raise ValueError("entry not closed")
-                c = text[r.i]
-                if c == ",":
-                    r.i += 1
-                    continue
-                if c == close:
-                    r.i += 1
-                    break
-                name = r.name().lower()
-                r.ws()
-                if r.i >= len(text) or text[r.i] != "=":
-                    raise ValueError(f"expected = after field {name}")
-                r.i += 1
-                fields[name] = " ".join(r.value().split())
-            yield kind, key, fields
-        except ValueError as e:
-            r.i = at + 1  # resume at the next "@"
-            yield f"entry at character {at}: {e}"
+    """``(type, key, fields)`` per BibTeX entry (field names lower-case, whitespace collapsed), or a
+    short error string for a block that could not be read. Parsing is bibtexparser's."""
+    library = bibtexparser.parse_string(text)
+    for entry in library.entries:
+        fields = {f.key.lower(): " ".join(str(f.value).split()) for f in entry.fields}
+        yield entry.entry_type.lower(), entry.key, fields
+    for block in library.failed_blocks:
+        where = f"line {block.start_line + 1}" if block.start_line is not None else "an unknown line"
+        yield f"entry at {where}: could not be read (unbalanced braces or quotes?)"
 
 
 def _bib_entry(key: str, fields: dict[str, str]) -> LibraryEntry | None:
