@@ -1,12 +1,15 @@
 """What the per-query model budget buys (issue 12, "Numbers to report"; prints tables, not a test).
 
     python benchmarks/llm_budget.py [--n 20] [--budgets 50,200,1000] [--json OUT.json] [--data DIR]
+                                    [--scorer group|edge] [--compare edge] [--offset 0]
 
 For the first ``--n`` dev questions (hepth_litsearch_dev) and ``--n`` citation queries (hepth_refs_dev,
 leakage-free), runs the default pipeline on the embedded corpus with a deterministic fake model
 (``tests/fake_model.py``: the offline scores shifted per cell by a fixed hash, so it disagrees with the
 offline scorer near θ) behind the cascade, at each budget, at the default budget (calls and tokens),
 unlimited, and with no model at all (the offline backend), and reports per budget: model calls, prompt and completion tokens, edges the model decided,
+(``--scorer``: the grouped entailment prompt, the default, or one call per edge; ``--compare edge`` adds the
+default budget with the other scorer; both scorers give the same matrices, so the unlimited run is one),
 the pipeline's measured wall time, the model time under a latency model (below), and how close the
 budgeted ranking is to the unlimited one (top-10 overlap, Kendall τ-b over the unlimited top 50).
 
@@ -27,6 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "llm"))
+from fake_group_model import FakeGroupModel  # noqa: E402
 from fake_model import FakeModel, fake_backend  # noqa: E402
 from scipy.stats import kendalltau  # noqa: E402
 
@@ -48,7 +53,8 @@ class TimedFake(FakeModel):
     seconds = 0.0
 
     def _charge(self, usage: Usage) -> None:
-        self.seconds += LATENCY[0] + usage.prompt_tokens / LATENCY[1] + usage.completion_tokens / LATENCY[2]
+        # a grouped call's usage is shared among its edges, the call on the first: the fixed latency once
+        self.seconds += LATENCY[0] * usage.calls + usage.prompt_tokens / LATENCY[1] + usage.completion_tokens / LATENCY[2]
 
     def plan(self, query, max_subqueries, meter=None):  # type: ignore[no-untyped-def]
         p = super().plan(query, max_subqueries, meter)
@@ -66,6 +72,10 @@ class TimedFake(FakeModel):
         for em in out:
             self._charge(em.usage)
         return out
+
+
+class TimedGroupFake(TimedFake, FakeGroupModel):
+    """The grouped fake model with the same latency model."""
 
 
 def ranking_of(trace) -> list[str]:  # type: ignore[no-untyped-def]
@@ -89,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="50,200,1000")
     ap.add_argument("--prompt-designs", action="store_true", help="only measure the tokens of prompt designs")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--scorer", choices=("group", "edge"), default="group", help="entailment prompt of the budgeted runs")
+    ap.add_argument("--compare", choices=("group", "edge", ""), default="edge",
+                    help="also run the default budget with this scorer ('' for none)")
+    ap.add_argument("--offset", type=int, default=0, help="skip the first OFFSET queries of each benchmark")
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
                     help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
     args = ap.parse_args(argv)
@@ -98,11 +112,15 @@ def main(argv: list[str] | None = None) -> int:
 
     source = local_source(RuntimeConfig())
     stats = TermStats.from_index(source.text_index)
-    queries = [("dev", q) for q in load_benchmark(args.data / "hepth_litsearch_dev.jsonl", args.n)]
-    queries += [("citation", q) for q in load_benchmark(args.data / "hepth_refs_dev.jsonl", args.n)]
+    off = args.offset
+    queries = [("dev", q) for q in load_benchmark(args.data / "hepth_litsearch_dev.jsonl", off + args.n)[off:]]
+    queries += [("citation", q) for q in load_benchmark(args.data / "hepth_refs_dev.jsonl", off + args.n)[off:]]
     budgets: list[tuple[str, int, int | None]] = [(f"{b} calls", b, None) for b in map(int, args.budgets.split(","))]
-    budgets.append((f"default ({DEFAULT_LLM_BUDGET} calls, {DEFAULT_LLM_TOKEN_BUDGET // 1000}K tokens)",
-                    DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))
+    default = f"default ({DEFAULT_LLM_BUDGET} calls, {DEFAULT_LLM_TOKEN_BUDGET // 1000}K tokens)"
+    budgets.append((default, DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))
+    budgets = [(f"{label}, {args.scorer}", c, t) for label, c, t in budgets]
+    if args.compare and args.compare != args.scorer:
+        budgets.append((f"{default}, {args.compare}", DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))
     rows: list[dict[str, Any]] = []
     for i, (kind, q) in enumerate(queries, 1):
         filt = leakage_filter(q) if kind == "citation" else None
@@ -111,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         ref: list[str] = []
         for label, calls, tokens in [("unlimited", 0, 0), ("no model (offline only)", -1, 0), *budgets]:
             backend, _ = fake_backend(stats)
-            model = TimedFake(stats)
+            grouped = label == "unlimited" or label.endswith(", group")  # same matrices either way
+            model = TimedGroupFake(stats) if grouped else TimedFake(stats)
             backend.planner = backend.extractor = backend.scorer = model
             if calls < 0:  # the offline backend: the keyword plan (the fake model's too), no model at all
                 backend, calls = offline_backend(stats), 0

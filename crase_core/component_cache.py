@@ -27,15 +27,17 @@ the component and its prompt/algorithm version, so changing either misses.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .backends import ModelBackend
 from .cache import ResultCache, result_key, stable_hash
+from .errors import ModelError
 from .records import CLAIM_TYPES, Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
 from .spend import SpendMeter, is_budget_failure
 
@@ -271,7 +273,8 @@ class ComponentCache:
         extractor: Any = self.backend.extractor
         metered = getattr(extractor, "metered", False)
         papers = list(papers)
-        results = extractor.extract_many(papers, meter=self.meter) if metered else extractor.extract_many(papers)
+        with self._lost_batch(metered):
+            results = extractor.extract_many(papers, meter=self.meter) if metered else extractor.extract_many(papers)
         self.counters.cache_misses += len(papers)
         fresh: dict[str, Any] = {}
         for paper, cs in zip(papers, results, strict=True):
@@ -308,7 +311,8 @@ class ComponentCache:
         scorer: Any = self.backend.scorer
         metered = getattr(scorer, "metered", False)
         pairs = [(claims[u].claims, claims[v].claims) for u, v in edges]
-        results = scorer.score_many(pairs, meter=self.meter) if metered else scorer.score_many(pairs)
+        with self._lost_batch(metered):
+            results = scorer.score_many(pairs, meter=self.meter) if metered else scorer.score_many(pairs)
         self.counters.cache_misses += len(edges)
         fresh: dict[str, Any] = {}
         for e, em in zip(edges, results, strict=True):
@@ -320,6 +324,19 @@ class ComponentCache:
         return results
 
     # ---- internals --------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _lost_batch(self, metered: bool) -> Iterator[None]:
+        """Count the calls of a batch the endpoint's failure cut short (:class:`ModelError`): the meter saw
+        them, its results are lost. Their settled tokens count as prompt tokens (their split is unknown)."""
+        calls, tokens = self.meter.calls, self.meter.tokens
+        try:
+            yield
+        except ModelError:
+            if metered:
+                self.counters.model_calls += self.meter.calls - calls
+                self.counters.prompt_tokens += self.meter.tokens - tokens
+            raise
+
     def _charge(self, usage: Usage, error: str | None, notes: Sequence[str], *, metered: bool = False) -> None:
         """Add one backend result's cost: its calls (at least one unless metered), tokens, a failure, a repair.
 

@@ -77,5 +77,9 @@ def answer(messages: list[dict[str, str]]) -> str:
                   for i, s in enumerate((sentences * 4)[:4], 1)]
         return json.dumps({"claims": claims})
     n_u = len(re.findall(r"^A\d+ ", user, re.M))
+    blocks = re.findall(r'<cited id="(P\d+)">\n(.*?)\n</cited>', user, re.S)
+    if blocks:  # the grouped prompt: one matrix per cited paper
+        return json.dumps({k: [[0.9] * len(re.findall(r"^B\d+ ", body, re.M)) for _ in range(n_u)]
+                           for k, body in blocks})
     n_v = len(re.findall(r"^B\d+ ", user, re.M))
     return json.dumps({"matrix": [[0.9] * n_v for _ in range(n_u)]})

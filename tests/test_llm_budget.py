@@ -44,7 +44,7 @@ def _openai(server: ModelServer, tiny_source, **kw) -> object:
 def test_the_meter_counts_every_http_attempt_and_refuses_the_one_past_the_limit(server, tiny_source):
     """HTTP 500 on every other request: each retry is a call; the budget stops the attempts, not the items."""
     server.mode = "flaky"
-    backend = _openai(server, tiny_source, max_retries=3)
+    backend = _openai(server, tiny_source, max_retries=3, entailment_prompt="edge")  # four single-edge calls
     meter = SpendMeter(max_calls=5)
     cc = ComponentCache(backend, None, meter=meter)
     claims = [Claim("c1", "EMPIRICAL", "Anomalies cancel in ten dimensions.", "x")]

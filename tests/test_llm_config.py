@@ -147,7 +147,9 @@ def test_redact_removes_key_bearer_and_url_credentials():
 def test_identity_names_model_and_prompt_version_not_key(stub):
     url, _ = stub
     b = openai_backend(_settings(url))
-    assert b.scorer.identity.startswith("openai:stub-model@entail-v1+")
+    assert b.scorer.identity.startswith("openai:stub-model@entail-group-v1+")  # the default: grouped
+    assert openai_backend(_settings(url, entailment_prompt="edge")).scorer.identity.startswith(
+        "openai:stub-model@entail-v1+")
     assert b.extractor.identity.startswith("openai:stub-model@claims-")
     assert SECRET not in json.dumps(b.describe())
     warm = openai_backend(_settings(url, temperature=0.7))
@@ -193,11 +195,12 @@ def test_401_points_at_the_key_without_echoing_it(stub):
 def test_5xx_is_recorded_per_edge_then_fails_fast(stub):
     url, handler = stub
     handler.behaviour = {"status": 503, "message": "overloaded"}
-    one = openai_backend(_settings(url, max_retries=1)).scorer.score_many([(CLAIMS, CLAIMS)])
+    one = openai_backend(_settings(url, max_retries=1, entailment_prompt="edge")).scorer.score_many([(CLAIMS, CLAIMS)])
     assert one[0].error.startswith("endpoint: ") and "HTTP 503" in one[0].error and one[0].matrix == []
     assert one[0].usage.calls == 2  # one try plus one retry
     with pytest.raises(ModelError, match="3 model calls in a row"):
-        openai_backend(_settings(url, fail_fast_after=3, concurrency=1)).scorer.score_many([(CLAIMS, CLAIMS)] * 10)
+        openai_backend(_settings(url, fail_fast_after=3, concurrency=1, entailment_prompt="edge")).scorer.score_many(
+            [(CLAIMS, CLAIMS)] * 10)
     assert len(handler.seen) == 2 + 3  # stopped after three failures instead of ten
 
 
@@ -221,7 +224,7 @@ def test_server_without_response_format_falls_back_to_plain_json(stub):
 def test_out_of_range_answer_is_retried_then_recorded(stub):
     url, handler = stub
     handler.behaviour = {"content": '{"matrix": [[200]]}'}
-    (em,) = openai_backend(_settings(url, max_retries=2)).scorer.score_many([(CLAIMS, CLAIMS)])
+    (em,) = openai_backend(_settings(url, max_retries=2, entailment_prompt="edge")).scorer.score_many([(CLAIMS, CLAIMS)])
     assert em.matrix == [] and em.error.startswith("model output: no usable answer in 3 attempt(s)")
     assert "outside [0, 1]" in em.error and em.usage.calls == 3
     # the retry shows the model its answer and what was wrong with it

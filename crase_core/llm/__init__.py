@@ -16,16 +16,17 @@ from .config import LLMSettings, ModelEndpoint
 
 if TYPE_CHECKING:  # the types of the lazily loaded names
     from .backend import openai_backend
-    from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
+    from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMPlanner
 
 _LAZY = {
     "openai_backend": ".backend",
     "LLMClaimExtractor": ".components",
     "LLMEntailmentScorer": ".components",
+    "LLMGroupEntailmentScorer": ".components",
     "LLMPlanner": ".components",
 }
 
-__all__ = ["LLMClaimExtractor", "LLMEntailmentScorer", "LLMPlanner", "LLMSettings", "ModelEndpoint",
+__all__ = ["LLMClaimExtractor", "LLMEntailmentScorer", "LLMGroupEntailmentScorer", "LLMPlanner", "LLMSettings", "ModelEndpoint",
            "openai_backend"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..backends import ModelBackend, offline_backend
 from ..errors import ModelError
 from .client import Endpoint
-from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMPlanner
+from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMPlanner
 from .config import LLMSettings
 
 
@@ -19,7 +19,8 @@ def openai_backend(settings: LLMSettings, fallback: ModelBackend | None = None) 
 
     ``fallback`` decides what the model is not asked (the per-query budget) or answers unusably: the
     cascade of :mod:`crase_core.stages.scoring`. Default: the offline backend with uniform IDF; the
-    runtime passes the one with the corpus's IDF.
+    runtime passes the one with the corpus's IDF. ``settings.entailment_prompt``: ``group`` (default) scores
+    the edges of one citing paper in one call (:class:`LLMGroupEntailmentScorer`), ``edge`` one call per edge.
     """
     endpoint = Endpoint(settings)
     if not settings.model:
@@ -32,6 +33,7 @@ def openai_backend(settings: LLMSettings, fallback: ModelBackend | None = None) 
         name="openai",
         planner=LLMPlanner(settings, endpoint),
         extractor=LLMClaimExtractor(settings, endpoint),
-        scorer=LLMEntailmentScorer(settings, endpoint),
+        scorer=(LLMGroupEntailmentScorer(settings, endpoint) if settings.entailment_prompt == "group"
+                else LLMEntailmentScorer(settings, endpoint)),
         fallback=fallback if fallback is not None else offline_backend(),
     )

@@ -28,18 +28,24 @@ from .client import Endpoint, ItemError, TransientError
 from .config import LLMSettings
 from .parse import (
     OutputError,
+    block_id,
     claims_schema,
     decode_json,
+    group_schema,
     matrix_schema,
     parse_claims,
+    parse_group,
     parse_matrix,
     parse_plan,
     plan_schema,
 )
-from .prompts import PromptTemplate, load_prompt
+from .prompts import PromptTemplate, load_prompt, neutralize
 
 MAX_ABSTRACT_CHARS = 6000
-TOKENS = {"plan": 256, "claims": 1024, "entailment": 512}
+TOKENS = {"plan": 256, "claims": 1024, "entailment": 512, "entailment_group": 2048}
+#: at most this many cited papers per grouped call: 8 blocks of ≤ 5 × 5 scores fit a 4,096-token context
+#: with their prompt (a 135M model's llama.cpp server runs with n_ctx 4096)
+MAX_GROUP_EDGES = 8
 TRANSIENT_PREFIX = "endpoint: "
 
 
@@ -218,6 +224,144 @@ class LLMEntailmentScorer(_ModelComponent):
         except (ItemError, BudgetSpent) as e:
             return EdgeMatrix([], self.identity, error=str(e), notes=notes, usage=_plain(usage))
         return EdgeMatrix(matrix, self.identity, notes=notes, usage=_plain(usage))
+
+
+def group_max_tokens(n_u: int, n_vs: Sequence[int]) -> int:
+    """Completion cap of one grouped answer: ≈ 7 tokens per score, 6 per row, 8 per block (digits are single
+    tokens for SmolLM2/Llama tokenizers: "0.75, " is 5–6), at most ``TOKENS["entailment_group"]``."""
+    need = 16 + sum(8 + n_u * (6 + 7 * n_v) for n_v in n_vs)
+    return min(TOKENS["entailment_group"], need)
+
+
+def group_pairs(pairs: Sequence[ClaimPair], size: int = MAX_GROUP_EDGES) -> list[list[int]]:
+    """Indices of ``pairs`` grouped by citing claim set (same texts in the same order), in first-seen order,
+    each group cut into chunks of at most ``size``; a pair with an empty side is a group of its own."""
+    groups: list[list[int]] = []
+    open_group: dict[tuple[str, ...], list[int]] = {}
+    for i, (citing, cited) in enumerate(pairs):
+        if not citing or not cited:
+            groups.append([i])
+            continue
+        key = tuple(c.text for c in citing)
+        g = open_group.get(key)
+        if g is None or len(g) >= size:
+            g = []
+            groups.append(g)
+            open_group[key] = g
+        g.append(i)
+    return groups
+
+
+def split_usage(usage: Usage, weights: Sequence[int]) -> list[Usage]:
+    """One call's usage shared among the edges it decided: the calls on the first edge, the tokens in
+    proportion to ``weights`` (their matrix cells); the parts add up to ``usage`` exactly."""
+    total = sum(weights) or 1
+    parts = [Usage(0, usage.prompt_tokens * w // total, usage.completion_tokens * w // total) for w in weights]
+    if parts:
+        parts[0].calls = usage.calls
+        parts[0].prompt_tokens += usage.prompt_tokens - sum(p.prompt_tokens for p in parts)
+        parts[0].completion_tokens += usage.completion_tokens - sum(p.completion_tokens for p in parts)
+    return parts
+
+
+def format_cited_blocks(cited: Sequence[Sequence[Claim]]) -> str:
+    """One ``<cited id="Pk">`` block per cited paper, its claims as ``B1 [TYPE] text`` lines (tag-like text in
+    the claims neutralised here: the slot is rendered as trusted)."""
+    return "\n".join(f'<cited id="{block_id(k)}">\n{neutralize(format_claims(claims, "B"))}\n</cited>'
+                     for k, claims in enumerate(cited, 1))
+
+
+class LLMGroupEntailmentScorer(_ModelComponent):
+    """The n_u × n_v matrix of every edge, one call per citing paper for up to :data:`MAX_GROUP_EDGES`
+    cited papers (prompt ``entailment_group``): the citing claims and the instructions are sent once.
+
+    Results are per edge, exactly as :class:`LLMEntailmentScorer`'s (same shapes, validated block by
+    block): a block that is missing or malformed fails only its own edge; it is asked again, alone with
+    the other failed blocks, while retries remain, then recorded as ``model output: …`` (the other edges
+    keep their matrices). A transport failure or a budget refusal fails the edges not answered yet.
+    A call's usage is shared among its edges (:func:`split_usage`: the call on the first, tokens by cells).
+    """
+
+    prompt_name = "entailment_group"
+    grouped = True
+    group_size = MAX_GROUP_EDGES
+
+    def score_many(self, pairs: Sequence[ClaimPair], meter: SpendMeter | None = None) -> list[EdgeMatrix]:
+        pairs = list(pairs)
+        groups = group_pairs(pairs, self.group_size)
+        answers = self.endpoint.run_batch(
+            groups, lambda c, g: self._score_group(c, [pairs[i] for i in g], meter),
+            lambda ems: any(_transient(em) for em in ems))
+        out: list[EdgeMatrix | None] = [None] * len(pairs)
+        for g, ems in zip(groups, answers, strict=True):
+            for i, em in zip(g, ems, strict=True):
+                out[i] = em
+        return [em for em in out if em is not None]
+
+    def render(self, citing: Sequence[Claim], cited: Sequence[Sequence[Claim]]) -> list[dict[str, str]]:
+        """The chat messages of one grouped call (citing claims once, one block per cited paper)."""
+        shapes = ", ".join(f"{block_id(k)}: {len(citing)} × {len(c)}" for k, c in enumerate(cited, 1))
+        return self.template.render(claims_a=format_claims(citing, "A"), cited_blocks=format_cited_blocks(cited),
+                                    n_u=len(citing), shapes=shapes, trusted=frozenset({"cited_blocks"}))
+
+    async def _score_group(self, client: openai.AsyncOpenAI, members: Sequence[ClaimPair],
+                           meter: SpendMeter | None = None) -> list[EdgeMatrix]:
+        usage = _usage(meter)
+        citing = members[0][0]
+        n_u = len(citing)
+        matrices: dict[int, list[list[float]]] = {}
+        errors: dict[int, str] = {}
+        notes: dict[int, list[str]] = {k: [] for k in range(len(members))}
+        for k, (a, b) in enumerate(members):
+            if not a or not b:
+                errors[k] = "a paper of this edge has no claims"
+        todo = [k for k in range(len(members)) if k not in errors]
+        problems: dict[int, list[str]] = {k: [] for k in todo}
+        tries = self.settings.max_retries + 1
+        attempt = 0
+        try:
+            while todo and attempt < tries:
+                attempt += 1
+                n_vs = [len(members[k][1]) for k in todo]
+                messages = self.render(citing, [members[k][1] for k in todo])
+                max_tokens = group_max_tokens(n_u, n_vs)
+                if isinstance(usage, MeteredUsage):
+                    usage.bound = token_bound(messages, max_tokens)
+                    usage.precheck()  # refuse before the client takes a concurrency slot
+                answer = await self.endpoint.complete(client, messages, name=self.prompt_name,
+                                                      schema=group_schema(n_u, n_vs), max_tokens=max_tokens,
+                                                      usage=usage)
+                try:
+                    value, json_notes = decode_json(answer.content, answer.finish_reason)
+                    found, bad, parse_notes = parse_group(value, n_u, n_vs)
+                except OutputError as e:
+                    found, bad, json_notes, parse_notes = {}, {i: str(e) for i in range(len(todo))}, [], []
+                notes[todo[0]].extend(json_notes)
+                for i, k in enumerate(todo):
+                    notes[k].extend(n for n in parse_notes if n.endswith(f"({block_id(i + 1)})"))
+                    if i in found:
+                        matrices[k] = found[i]
+                        if problems[k]:
+                            notes[k].append(f"repaired by retry: attempt {attempt} was usable "
+                                            f"(earlier: {'; '.join(problems[k])})")
+                    else:
+                        problems[k].append(bad[i])
+                todo = [k for k in todo if k not in matrices]
+            for k in todo:
+                errors[k] = f"model output: no usable answer in {attempt} attempt(s): {'; '.join(problems[k])}"
+        except TransientError as e:
+            errors.update({k: TRANSIENT_PREFIX + str(e) for k in todo})
+        except (ItemError, BudgetSpent) as e:
+            errors.update({k: str(e) for k in todo})
+        plain = _plain(usage)
+        if self.endpoint.structured_fallback_note and plain.calls:
+            notes[0].append(self.endpoint.structured_fallback_note)
+        shares = split_usage(plain, [len(a) * len(b) for a, b in members])
+        together = (f"scored in one call with {len(members) - 1} other cited paper(s) of the citing paper "
+                    f"(prompt {self.template.version})") if len(members) > 1 else ""
+        return [EdgeMatrix(matrices.get(k, []), self.identity, error=errors.get(k),
+                           notes=[*notes[k], *([together] if together else [])], usage=shares[k])
+                for k in range(len(members))]
 
 
 def _transient(result: ClaimSet | EdgeMatrix) -> bool:

@@ -35,6 +35,8 @@ from ..redaction import redact, redact_url
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_KEY_ENVS = environment.LLM_KEYS
 STRUCTURED_MODES = ("schema", "json_schema", "json_object", "off")
+#: ``entailment_prompt`` choices: one call per citing paper (``group``, the default) or per edge (``edge``)
+ENTAILMENT_PROMPTS = ("group", "edge")
 # local servers accept any key; the openai client insists on a non-empty one
 PLACEHOLDER_KEY = "no-key"
 
@@ -73,6 +75,10 @@ class LLMSettings:
                                  "call).", minimum=0.0, maximum=3600.0, form=False)
     structured_output: str = knob("schema", "How JSON is requested (schema = llama.cpp-style response_format).",
                                   choices=STRUCTURED_MODES, form=False)
+    entailment_prompt: str = knob("group", "How edge matrices are asked: group = one call per citing paper for "
+                                  "all its cited papers chosen together (prompt entailment_group; its claims "
+                                  "sent once, about half the tokens per edge), edge = one call per edge "
+                                  "(prompt entailment).", choices=ENTAILMENT_PROMPTS, form=False)
     prompts_dir: str | None = knob(None, "Folder of prompt files (default: prompts/ of the project).",
                                    env=environment.PROMPTS_DIR, metavar="DIR", form=False)
     fail_fast_after: int = knob(8, "Stop the run after this many failed model calls in a row.", minimum=1,

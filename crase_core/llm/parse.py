@@ -307,3 +307,52 @@ def matrix_schema(n_u: int, n_v: int) -> dict:
         },
         "required": ["matrix"],
     }
+
+
+# --- grouped entailment (prompt entailment_group: one call, one matrix per cited paper) ------------------
+
+
+def block_id(k: int) -> str:
+    """The id of the k-th cited paper's block in a grouped prompt and its answer (1-based): ``P<k>``."""
+    return f"P{k}"
+
+
+def parse_group(value: Any, n_u: int, n_vs: list[int]) -> tuple[dict[int, list[list[float]]], dict[int, str], list[str]]:
+    """The matrices of a grouped answer ``{"P1": [[...]], "P2": ...}``, validated block by block.
+
+    Returns ``(matrices, problems, notes)``: ``matrices[k]`` is the n_u × n_vs[k] matrix of block k
+    (0-based) when its answer is usable; ``problems[k]`` says why block k is not (missing, wrong
+    shape, a score outside [0, 1]). A usable block is never thrown away because another one is not.
+    Raises :class:`OutputError` only when the answer is not an object at all. Repairs as
+    :func:`parse_matrix` (per block), plus a bare list of exactly ``len(n_vs)`` matrices (in order).
+    """
+    notes: list[str] = []
+    if isinstance(value, list) and len(value) == len(n_vs):
+        value = {block_id(k + 1): m for k, m in enumerate(value)}
+        notes.append("repaired: read a bare list of matrices as P1, P2, … in order")
+    if isinstance(value, dict) and len(n_vs) == 1 and block_id(1) not in value and "matrix" in value:
+        value = {block_id(1): value["matrix"]}
+        notes.append('repaired: read {"matrix": …} as the one block P1')
+    if not isinstance(value, dict):
+        raise OutputError('expected a JSON object {"P1": [[...]], "P2": ...} with one matrix per cited paper')
+    matrices: dict[int, list[list[float]]] = {}
+    problems: dict[int, str] = {}
+    for k, n_v in enumerate(n_vs):
+        name = block_id(k + 1)
+        if name not in value:
+            problems[k] = f"no matrix for {name}"
+            continue
+        try:
+            matrix, block_notes = parse_matrix({"matrix": value[name]}, n_u, n_v)
+        except OutputError as e:
+            problems[k] = f"{name}: {e}"
+            continue
+        matrices[k] = matrix
+        notes.extend(f"{note} ({name})" for note in block_notes)
+    return matrices, problems, notes
+
+
+def group_schema(n_u: int, n_vs: list[int]) -> dict:
+    """One required ``P<k>`` property per cited paper: exactly n_u rows of n_vs[k] scores on the 0.05 grid."""
+    props = {block_id(k + 1): matrix_schema(n_u, n_v)["properties"]["matrix"] for k, n_v in enumerate(n_vs)}
+    return {"type": "object", "properties": props, "required": list(props)}

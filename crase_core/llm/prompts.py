@@ -1,4 +1,4 @@
-"""Prompt templates: versioned text files in ``prompts/`` (plan, claims, entailment).
+"""Prompt templates: versioned text files in ``prompts/`` (plan, claims, entailment, entailment_group).
 
 File format (readable by an auditor)::
 
@@ -11,7 +11,7 @@ File format (readable by an auditor)::
 
 ``{{name}}`` slots are filled by :meth:`PromptTemplate.render`; every value is
 passed through :func:`neutralize` first, so paper text cannot close the
-``<paper>``/``<query>``/``<claims_*>`` delimiters it is placed in. The
+``<paper>``/``<query>``/``<claims_*>``/``<cited>`` delimiters it is placed in. The
 template's ``tag`` (version + 8 hex digits of the file's sha256) is part of
 every component identity and therefore of every cache key.
 """
@@ -28,9 +28,9 @@ from .. import environment
 from ..errors import InputError
 from ..resources import prompts_dir
 
-PROMPT_NAMES = ("plan", "claims", "entailment")
+PROMPT_NAMES = ("plan", "claims", "entailment", "entailment_group")
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
-_TAGLIKE = re.compile(r"<\s*(/?)\s*(paper|query|claims_a|claims_b|system|user|assistant)\b", re.IGNORECASE)
+_TAGLIKE = re.compile(r"<\s*(/?)\s*(paper|query|claims_a|claims_b|cited|system|user|assistant)\b", re.IGNORECASE)
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
 
@@ -62,14 +62,21 @@ class PromptTemplate:
     def slots(self) -> set[str]:
         return set(_SLOT.findall(self.system)) | set(_SLOT.findall(self.user))
 
-    def render(self, **values: object) -> list[dict[str, str]]:
-        """Chat messages with every slot filled (values neutralised); KeyError names a missing slot."""
+    def render(self, *, trusted: frozenset[str] = frozenset(), **values: object) -> list[dict[str, str]]:
+        """Chat messages with every slot filled (values neutralised); KeyError names a missing slot.
+
+        ``trusted``: slots whose value carries the prompt's own delimiters and whose data the caller
+        has neutralised piece by piece (the grouped prompt's ``<cited>`` blocks).
+        """
         missing = self.slots() - set(values)
         if missing:
             raise KeyError(f"prompt {self.name}: no value for {', '.join(sorted(missing))}")
 
+        def value(name: str) -> str:
+            return str(values[name]) if name in trusted else neutralize(str(values[name]))
+
         def fill(template: str) -> str:
-            return _SLOT.sub(lambda m: neutralize(str(values[m.group(1)])), template)
+            return _SLOT.sub(lambda m: value(m.group(1)), template)
 
         return [{"role": "system", "content": fill(self.system)}, {"role": "user", "content": fill(self.user)}]
 
@@ -100,5 +107,6 @@ def load_prompt(name: str, directory: str | os.PathLike[str] | None = None) -> P
         text = path.read_text(encoding="utf-8")
     except OSError:
         raise InputError(f"prompt file {path} is missing: set CRASE_PROMPTS_DIR or the prompts_dir option "
-                         "to the folder holding plan.txt, claims.txt and entailment.txt") from None
+                         "to the folder holding plan.txt, claims.txt, entailment.txt and entailment_group.txt "
+                         "(or pass --entailment-prompt edge, which needs no entailment_group.txt)") from None
     return parse_prompt(name, text)

@@ -21,7 +21,10 @@ from .expansion import Expansion
 
 #: estimated tokens (prompt + completion) of one model item: (fixed, per matrix cell). Measured on the
 #: embedded corpus with the shipped prompts (docs/llm_backend.md, "Tokens per item").
-ITEM_TOKENS: dict[str, tuple[int, int]] = {"plan": (280, 0), "claims": (950, 0), "matrix": (340, 8)}
+#: ``group``: a grouped call's first edge (instructions + citing claims + one block); ``group_edge``: each
+#: further cited paper in the same call (its block and its scores).
+ITEM_TOKENS: dict[str, tuple[int, int]] = {"plan": (280, 0), "claims": (950, 0), "matrix": (340, 8),
+                                           "group": (340, 8), "group_edge": (110, 8)}
 #: share of a limited budget the cascade spends on claims (the rest on matrices), measured.
 CLAIM_SHARE = 0.4
 #: (prompt, completion) tokens per second of one request slot, for the time estimate (a 7–8B model on

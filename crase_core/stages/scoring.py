@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
+from ..errors import ModelError
 from ..records import Budget, ClaimSet, EdgeMatrix, EdgeRecord, RankedPaper, SearchHit, Seed
 from ..settings import PipelineSettings
-from ..spend import is_budget_failure
+from ..spend import SpendMeter, is_budget_failure
 from .budget import CachedWork, describe_budget, item_tokens
 from .expansion import Expansion
 from .progress import ProgressFn, emit
@@ -137,6 +138,44 @@ def _estimate(components: ComponentCache, kind: str, size: int = 0) -> int:
     return item_tokens(kind, size)
 
 
+#: cited papers per grouped call when the scorer does not say (:data:`crase_core.llm.components.MAX_GROUP_EDGES`)
+DEFAULT_GROUP_SIZE = 8
+
+
+def group_size(components: ComponentCache) -> int:
+    """Edges one matrix call decides at most: 1 for a per-edge scorer, its ``group_size`` for a grouped one."""
+    scorer = components.backend.scorer
+    return int(getattr(scorer, "group_size", DEFAULT_GROUP_SIZE)) if getattr(scorer, "grouped", False) else 1
+
+
+def edge_groups(edges: Sequence[Edge], size: int) -> list[list[Edge]]:
+    """``edges`` in matrix-call units: by citing paper in first-seen order, chunks of at most ``size``
+    (the grouping :func:`crase_core.llm.components.group_pairs` makes of the same list; ``size`` 1: one
+    edge per call)."""
+    groups: list[list[Edge]] = []
+    open_group: dict[str, list[Edge]] = {}
+    for e in edges:
+        g = open_group.get(e[0])
+        if g is None or len(g) >= size:
+            g = []
+            groups.append(g)
+            open_group[e[0]] = g
+        g.append(e)
+    return groups
+
+
+def matrix_tokens(n_edges: int, grouped: bool) -> int:
+    """Estimated tokens of one matrix call deciding ``n_edges`` edges (see :data:`ITEM_TOKENS`)."""
+    if not grouped:
+        return n_edges * item_tokens("matrix", 16)
+    return item_tokens("group", 16) + (n_edges - 1) * item_tokens("group_edge", 16)
+
+
+def _tokens_fit(meter: SpendMeter, tokens: int) -> bool:
+    left = meter.remaining_tokens()
+    return left is None or tokens <= left
+
+
 def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache, settings: PipelineSettings,
             seeds: Sequence[Seed], query_hits: Sequence[SearchHit], reference_year: int,
             progress: ProgressFn | None = None, budget: Budget | None = None) -> Scored:
@@ -195,7 +234,9 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
     emit(progress, "claims", 0, len(nodes), f"{len(model_claims)} model claim sets cached; offline claims for all",
          budget)
     limited = meter.limited
+    size = group_size(components)
     priority_of: dict[Edge, tuple[int, str]] = {}
+    endpoint_failure: str | None = None
     while True:
         refresh_offline()
         open_edges = [e for e in edges if e not in model_mats and e not in mat_failed
@@ -211,25 +252,29 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         else:
             order = [(e, "no budget limit") for e in open_edges]
             round_calls = None
-        # pick edges while their calls (1 + ends still without model claims) fit this round
+        # pick edges while their calls (1 + ends still without model claims; with a grouped scorer an edge
+        # joining a call of its citing paper chosen in this round costs no call) fit this round
         chosen: list[Edge] = []
         need: list[str] = []
         need_set: set[str] = set()
-        costs: list[int] = []
+        tokens = 0
         spent = 0
+        fill: dict[str, int] = {}  # edges chosen per citing paper in this round (grouped calls)
         for e, reason in order:
             new = list(dict.fromkeys(n for n in e if n not in model_claims and n not in need_set))
-            cost = 1 + len(new)
+            joins = size > 1 and fill.get(e[0], 0) % size != 0
+            cost = (0 if joins else 1) + len(new)
             if round_calls is not None and spent + cost > round_calls:
                 if spent:
                     break
                 continue  # an edge that alone does not fit: try a cheaper one
-            item_costs = [_estimate(components, "claims") for _ in new] + [
-                _estimate(components, "matrix", 16)]
-            if meter.max_tokens is not None and meter.admit(costs + item_costs) < len(costs) + len(item_costs):
+            item_cost = len(new) * _estimate(components, "claims") + (
+                _estimate(components, "group_edge", 16) if joins else matrix_tokens(1, size > 1))
+            if not _tokens_fit(meter, tokens + item_cost):
                 break
-            costs += item_costs
+            tokens += item_cost
             spent += cost
+            fill[e[0]] = fill.get(e[0], 0) + 1
             chosen.append(e)
             priority_of.setdefault(e, (len(priority_of) + 1, reason))
             for n in new:
@@ -238,40 +283,50 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         if not chosen:
             break
         calls_at_start = meter.calls
-        if need:
-            for start in range(0, len(need), BATCH):
-                todo_papers = [papers[n] for n in need[start: start + BATCH]]
-                for paper, cs in zip(todo_papers, components.extract(todo_papers), strict=True):
-                    if is_budget_failure(cs.error):
+        try:
+            if need:
+                for start in range(0, len(need), BATCH):
+                    todo_papers = [papers[n] for n in need[start: start + BATCH]]
+                    for paper, cs in zip(todo_papers, components.extract(todo_papers), strict=True):
+                        if is_budget_failure(cs.error):
+                            continue
+                        asked += 1
+                        if cs.claims and not cs.error:
+                            model_claims[paper.id] = cs
+                        else:
+                            failed += 1
+                            claim_failed[paper.id] = cs
+                            failures.append(f"claims of {paper.id}: {cs.error or 'no claims'}")
+                emit(progress, "claims", len(model_claims), len(nodes), "model claims")
+            ready = [e for e in chosen if e[0] in model_claims and e[1] in model_claims and e not in model_mats]
+            # the cache may already hold matrices for new claim pairs (another query asked them)
+            for e, em in components.cached_matrices(model_claims, ready).items():
+                (mat_failed if em.error else model_mats)[e] = em
+                why.setdefault(e, "cached model answer (free)")
+            ready = [e for e in ready if e not in model_mats and e not in mat_failed]
+            # whole calls only: the groups of ready edges (one edge each per-edge) the budget admits
+            units = edge_groups(ready, size)
+            n_ok = meter.admit([matrix_tokens(len(g), size > 1) for g in units])
+            ready = [e for g in units[:n_ok] for e in g]
+            for start in range(0, len(ready), BATCH):
+                edge_batch = ready[start: start + BATCH]
+                for e, em in zip(edge_batch, components.score(model_claims, edge_batch), strict=True):
+                    if is_budget_failure(em.error):
                         continue
                     asked += 1
-                    if cs.claims and not cs.error:
-                        model_claims[paper.id] = cs
-                    else:
+                    if em.error:
                         failed += 1
-                        claim_failed[paper.id] = cs
-                        failures.append(f"claims of {paper.id}: {cs.error or 'no claims'}")
-            emit(progress, "claims", len(model_claims), len(nodes), "model claims")
-        ready = [e for e in chosen if e[0] in model_claims and e[1] in model_claims and e not in model_mats]
-        # the cache may already hold matrices for new claim pairs (another query asked them)
-        for e, em in components.cached_matrices(model_claims, ready).items():
-            (mat_failed if em.error else model_mats)[e] = em
-            why.setdefault(e, "cached model answer (free)")
-        ready = [e for e in ready if e not in model_mats and e not in mat_failed]
-        n_ok = meter.admit([_estimate(components, "matrix", 16)] * len(ready))
-        for start in range(0, min(n_ok, len(ready)), BATCH):
-            edge_batch = ready[start: min(start + BATCH, n_ok)]
-            for e, em in zip(edge_batch, components.score(model_claims, edge_batch), strict=True):
-                if is_budget_failure(em.error):
-                    continue
-                asked += 1
-                if em.error:
-                    failed += 1
-                    mat_failed[e] = em
-                    failures.append(f"matrix {e[0]}→{e[1]}: {em.error}")
-                else:
-                    model_mats[e] = em
-            emit(progress, "entailment", len(model_mats), len(edges), "model matrices")
+                        mat_failed[e] = em
+                        failures.append(f"matrix {e[0]}→{e[1]}: {em.error}")
+                    else:
+                        model_mats[e] = em
+                emit(progress, "entailment", len(model_mats), len(edges), "model matrices")
+        except ModelError as err:
+            # the endpoint died (refused connections, or failures in a row): keep what was answered, decide
+            # the rest offline, say so; a rerun asks only what has no answer (transport failures are not cached)
+            endpoint_failure = str(err)
+            failures.append(f"the model endpoint failed mid-run: {err}")
+            break
         if meter.calls == calls_at_start:
             break  # the meter refused every call of this round: the budget is spent
     refresh_offline()
@@ -293,6 +348,9 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
             scorers[e] = (OFFLINE, f"the model gave no usable claims for {bad} "
                           f"({cs.error or 'no claims'}); offline decision"
                           + (f"; {CACHED_FAILURE_NOTE}" if cs.cached else ""))
+        elif endpoint_failure is not None and picked:
+            scorers[e] = (OFFLINE, f"the model endpoint failed mid-run before answering ({endpoint_failure}); "
+                          f"offline decision [{picked}]")
         elif limited:
             scorers[e] = (OFFLINE, "outside the model budget" + (f" (was {picked}; the budget ran out)" if picked else
                                                                   ": lower priority than the edges the model decided"))
@@ -315,9 +373,15 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         warnings.append(f"the model decided {n_model:,} of {len(edges):,} edges"
                         + (f" (budget {limit}; {meter.calls:,} calls spent)" if limit else "")
                         + "; the offline scorer decided the rest (each edge's 'scorer' says which)")
-    if failed:
+    if endpoint_failure is not None:
+        lost = sum(1 for s_, r in scorers.values() if r.startswith("the model endpoint failed mid-run"))
+        warnings.append(f"the model endpoint failed mid-run, so the model was asked nothing more: {endpoint_failure}. "
+                        f"{lost:,} edge(s) it was about to decide were decided offline (each edge's 'scorer' says "
+                        "so); a rerun asks only what has no answer")
+    item_failures = [f for f in failures if not f.startswith("the model endpoint failed mid-run")]
+    if failed and item_failures:
         warnings.append(f"{failed} of {asked} model items were unusable and were decided offline; first: "
-                        f"{failures[0]}")
+                        f"{item_failures[0]}")
     reused = sum(1 for cs in claim_failed.values() if cs.cached) + sum(1 for em in mat_failed.values() if em.cached)
     if reused:
         warnings.append(f"{reused} model item(s) reuse a {CACHED_FAILURE_NOTE}")

@@ -107,17 +107,17 @@ def test_server_dies_mid_run_the_budget_holds_and_the_rerun_retries_only_what_fa
         engine = _engine(server, tiny_source, cache)
         # answer the plan and a few items, then fail with HTTP 500 (transport failures: never cached)
         import crase_core.llm.components as comp
-        orig = comp.LLMEntailmentScorer.score_many
+        orig = comp.LLMGroupEntailmentScorer.score_many
 
         def dying(self, pairs, meter=None):  # type: ignore[no-untyped-def]
             server.mode = "error"
             return orig(self, pairs, meter)
 
-        comp.LLMEntailmentScorer.score_many = dying  # type: ignore[method-assign]
+        comp.LLMGroupEntailmentScorer.score_many = dying  # type: ignore[method-assign]
         try:
             t = run_query(QUERY, engine, settings, now=NOW)
         finally:
-            comp.LLMEntailmentScorer.score_many = orig  # type: ignore[method-assign]
+            comp.LLMGroupEntailmentScorer.score_many = orig  # type: ignore[method-assign]
         assert t.counters.model_calls == server.requests <= 12
         assert t.results
         failed = [e for e in t.edges if "unusable" in e.scorer_reason or "endpoint" in e.scorer_reason]
@@ -125,8 +125,10 @@ def test_server_dies_mid_run_the_budget_holds_and_the_rerun_retries_only_what_fa
         server.mode = "good"
         n = server.requests
         again = run_query(QUERY, _engine(server, tiny_source, cache), settings, now=NOW)
-        # the claims and the plan were cached; only the failed matrices are asked again
-        assert server.requests - n == again.counters.model_calls == len(failed)
+        # the claims and the plan were cached; only the failed matrices are asked again: one grouped call per
+        # citing paper among them (at most 8 cited papers a call)
+        calls = sum(-(-sum(1 for f in failed if f.citing == u) // 8) for u in {f.citing for f in failed})
+        assert server.requests - n == again.counters.model_calls == calls
         assert all(e.scorer == "model" for e in again.edges if (e.citing, e.cited) in
                    {(f.citing, f.cited) for f in failed})
     finally:

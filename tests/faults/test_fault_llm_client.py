@@ -43,7 +43,10 @@ def llm():
 
 
 def scorer(server: FakeOpenAI, **kw):
+    """The per-edge scorer (one item = one call: these tests count the client's calls item by item; the grouped
+    prompt's faults are in test_fault_llm_group.py)."""
     kw.setdefault("model", "fake-model")
+    kw.setdefault("entailment_prompt", "edge")
     kw.setdefault("max_retries", 1)
     kw.setdefault("timeout", 1.0)
     return openai_backend(LLMSettings(base_url=server.base_url, **kw)).scorer
