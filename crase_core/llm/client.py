@@ -487,7 +487,9 @@ class Endpoint:
                 if is_transient_failure(result) and not (session.expired() or self.budget_spent()):
                     streak += 1
                     if streak >= s.fail_fast_after:
-                        last = str(getattr(result, "error", "") or "")
+                        # a grouped item's result is a list (one per edge): its first error
+                        errors = [getattr(r, "error", "") for r in (result if isinstance(result, list) else [result])]
+                        last = str(next((x for x in errors if x), ""))
                         raise ModelError(self._msg(
                             f"{streak} model calls in a row to {self.where} failed, so the run stops "
                             f"instead of recording the same failure for every item. Last: {last}"))

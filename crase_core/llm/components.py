@@ -43,9 +43,12 @@ from .prompts import PromptTemplate, load_prompt, neutralize
 
 MAX_ABSTRACT_CHARS = 6000
 TOKENS = {"plan": 256, "claims": 1024, "entailment": 512, "entailment_group": 2048}
-#: at most this many cited papers per grouped call: 8 blocks of ≤ 5 × 5 scores fit a 4,096-token context
-#: with their prompt (a 135M model's llama.cpp server runs with n_ctx 4096)
+#: at most this many cited papers per grouped call, and at most :data:`MAX_GROUP_CELLS` scores and
+#: :data:`MAX_GROUP_CHARS` characters of cited claims: prompt + answer fit a 4,096-token context (the
+#: llama.cpp server of a small local model runs with n_ctx 4096)
 MAX_GROUP_EDGES = 8
+MAX_GROUP_CELLS = 120
+MAX_GROUP_CHARS = 5000
 TRANSIENT_PREFIX = "endpoint: "
 
 
@@ -233,22 +236,28 @@ def group_max_tokens(n_u: int, n_vs: Sequence[int]) -> int:
     return min(TOKENS["entailment_group"], need)
 
 
-def group_pairs(pairs: Sequence[ClaimPair], size: int = MAX_GROUP_EDGES) -> list[list[int]]:
+def group_pairs(pairs: Sequence[ClaimPair], size: int = MAX_GROUP_EDGES, *, max_cells: int = MAX_GROUP_CELLS,
+                max_chars: int = MAX_GROUP_CHARS) -> list[list[int]]:
     """Indices of ``pairs`` grouped by citing claim set (same texts in the same order), in first-seen order,
-    each group cut into chunks of at most ``size``; a pair with an empty side is a group of its own."""
+    each group cut into chunks of at most ``size`` pairs, ``max_cells`` scores and ``max_chars`` characters
+    of cited claims (a single pair over the limits is a chunk of its own); a pair with an empty side is a
+    group of its own."""
     groups: list[list[int]] = []
-    open_group: dict[tuple[str, ...], list[int]] = {}
+    open_group: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}  # key → (indices, [cells, chars])
     for i, (citing, cited) in enumerate(pairs):
         if not citing or not cited:
             groups.append([i])
             continue
         key = tuple(c.text for c in citing)
+        cells, chars = len(citing) * len(cited), sum(len(c.text) for c in cited)
         g = open_group.get(key)
-        if g is None or len(g) >= size:
-            g = []
-            groups.append(g)
+        if g is None or len(g[0]) >= size or (g[0] and (g[1][0] + cells > max_cells or g[1][1] + chars > max_chars)):
+            g = ([], [0, 0])
+            groups.append(g[0])
             open_group[key] = g
-        g.append(i)
+        g[0].append(i)
+        g[1][0] += cells
+        g[1][1] += chars
     return groups
 
 
