@@ -189,17 +189,20 @@ def print_tables(rows: list[dict[str, Any]]) -> None:
 
 
 def prompt_designs(query: str = "black hole entropy from string microstates") -> None:
-    """Tokens per edge decision of three entailment prompt designs on one default query's graph (offline
-    claims as the claim sets), counted with SmolLM2's tokenizer when llama-cpp-python is installed
-    (else characters/4). Every design returns the full n_u × n_v matrix of every edge.
+    """Tokens per edge decision of the entailment prompts on one default query's graph (offline claims as the
+    claim sets), counted with SmolLM2's tokenizer when llama-cpp-python is installed (else characters/4).
+    Every design returns the full n_u × n_v matrix of every edge.
 
-    * per-edge (shipped ``entail-v1``): one call per edge, both claim lists with their [TYPE] tags;
-    * grouped: one call per citing paper listing its claims once and each cited paper's claims as a
-      block B<k>; the answer is one matrix per block;
-    * grouped + compact: as grouped, without the [TYPE] tags and with the claims cut to 25 words.
+    * per-edge (``entailment``, entail-v1): one call per edge, both claim lists with their [TYPE] tags;
+    * grouped (``entailment_group``, entail-group-v1, the shipped default): one call per citing paper for
+      up to 8 cited papers (:func:`crase_core.llm.components.group_pairs`), its claims sent once, each cited
+      paper's claims as a ``<cited id="Pk">`` block; rendered exactly as the scorer sends it;
+    * grouped + compact (measured only): as grouped, without the [TYPE] tags, claims cut to 25 words.
+
+    Completion: 6 tokens per score + framing (a real answer's size); the cap sent is also reported.
     """
     from crase_core.backends import offline_backend as _offline
-    from crase_core.llm.components import format_claims
+    from crase_core.llm.components import format_claims, group_max_tokens, group_pairs
     from crase_core.llm.prompts import load_prompt
     from crase_core.pipeline import build_graph
 
@@ -221,38 +224,54 @@ def prompt_designs(query: str = "black hole entropy from string microstates") ->
         def count(text: str) -> int:
             return len(text) // 4
         how = "characters/4"
+    rows: list[tuple[str, int, int, int, int, int]] = []  # design, calls, prompt, completion, chars/4, cap
     t = load_prompt("entailment")
-    system = count(t.system)
-    per_edge = prompt = completion = 0
+    calls = prompt = completion = quarter = cap = 0
     for u, v in edges:
         msgs = t.render(claims_a=format_claims(claims[u], "A"), claims_b=format_claims(claims[v], "B"),
                         n_u=len(claims[u]), n_v=len(claims[v]))
         prompt += sum(count(m["content"]) for m in msgs)
+        quarter += sum(len(m["content"]) for m in msgs) // 4
         completion += 6 * len(claims[u]) * len(claims[v]) + 6
-        per_edge += 1
+        cap += 512
+        calls += 1
+    rows.append(("per-edge (`entailment`, entail-v1)", calls, prompt, completion, quarter, cap))
 
-    def compact(cs: list[Any]) -> str:
-        return "\n".join(f"{i}. {' '.join(c.text.split()[:25])}" for i, c in enumerate(cs, 1))
+    def compact(cs: list[Any], letter: str) -> str:
+        return "\n".join(f"{letter}{i} {' '.join(c.text.split()[:25])}" for i, c in enumerate(cs, 1))
 
-    by_citing: dict[str, list[str]] = {}
-    for u, v in edges:
-        by_citing.setdefault(u, []).append(v)
-    grouped = {"grouped": [0, 0, 0], "grouped + compact": [0, 0, 0]}
-    for u, cited in by_citing.items():
-        for name in grouped:
-            fmt = compact if "compact" in name else (lambda cs: format_claims(cs, "A"))
-            user = "<claims_a>\n" + fmt(claims[u]) + "\n</claims_a>\n" + "\n".join(
-                f"<paper_b{k}>\n{fmt(claims[v])}\n</paper_b{k}>" for k, v in enumerate(cited, 1))
-            grouped[name][0] += 1
-            grouped[name][1] += system + count(user) + 40
-            grouped[name][2] += sum(6 * len(claims[u]) * len(claims[v]) + 10 for v in cited)
+    scorer_template = load_prompt("entailment_group")
+    from crase_core.llm.components import format_cited_blocks
+    from crase_core.llm.parse import block_id
+    pairs = [(claims[u], claims[v]) for u, v in edges]
+    groups = group_pairs(pairs)
+    for name in ("grouped (`entailment_group`, entail-group-v1, default)", "grouped + compact (not shipped)"):
+        calls = prompt = completion = quarter = cap = 0
+        for g in groups:
+            citing, cited = pairs[g[0]][0], [pairs[i][1] for i in g]
+            if "compact" in name:
+                blocks = "\n".join(f'<cited id="{block_id(k)}">\n{compact(c, "B")}\n</cited>'
+                                   for k, c in enumerate(cited, 1))
+                a = compact(citing, "A")
+            else:
+                blocks, a = format_cited_blocks(cited), format_claims(citing, "A")
+            msgs = scorer_template.render(claims_a=a, cited_blocks=blocks, n_u=len(citing),
+                                          shapes=", ".join(f"{block_id(k)}: {len(citing)} × {len(c)}"
+                                                           for k, c in enumerate(cited, 1)),
+                                          trusted=frozenset({"cited_blocks"}))
+            prompt += sum(count(m["content"]) for m in msgs)
+            quarter += sum(len(m["content"]) for m in msgs) // 4
+            completion += sum(6 * len(citing) * len(c) + 10 for c in cited) + 4
+            cap += group_max_tokens(len(citing), [len(c) for c in cited])
+            calls += 1
+        rows.append((name, calls, prompt, completion, quarter, cap))
     n = len(edges)
-    print(f"\nPrompt designs on one default query ({n:,} edges, {len(by_citing):,} citing papers; {how}):")
-    print("| design | calls | prompt tokens | completion tokens | tokens per edge decision |")
-    print("|---|---:|---:|---:|---:|")
-    print(f"| per-edge (entail-v1) | {per_edge:,} | {prompt:,} | {completion:,} | {(prompt + completion) / n:.0f} |")
-    for name, (calls, p, c) in grouped.items():
-        print(f"| {name} | {calls:,} | {p:,} | {c:,} | {(p + c) / n:.0f} |")
+    print(f"\nPrompt designs on one default query ({n:,} edges, {len({u for u, _ in edges}):,} citing papers; {how}):")
+    print("| design | calls | prompt tokens | completion tokens | tokens per edge decision | prompt chars/4 | "
+          "completion cap sent |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, calls, p, c, q, cap in rows:
+        print(f"| {name} | {calls:,} | {p:,} | {c:,} | {(p + c) / n:.0f} | {q:,} | {cap:,} |")
 
 
 if __name__ == "__main__":

@@ -171,3 +171,12 @@ def test_a_prompt_change_invalidates_only_its_own_entries(llm, tmp_path):
 def test_the_offline_fallback_is_untouched(llm):
     b = openai_backend(LLMSettings(base_url=llm.base_url, model="fake-model"), fallback=offline_backend())
     assert b.fallback is not None and b.fallback.scorer.identity.startswith("lexical")
+
+
+def test_a_group_is_cut_before_it_outgrows_a_small_context():
+    big = [Claim(f"c{i}", "EMPIRICAL", "x" * 900, "s") for i in range(1, 6)]  # 4,500 characters of cited claims
+    # cells: A (2 claims) × B (2) = 4 per pair; 31 pairs of 4 cells fit 120, the 31st does not (124)
+    assert [len(g) for g in group_pairs([(A, B)] * 31, 100)] == [30, 1]
+    # characters: one 4,500-character block fits 5,000, a second does not
+    assert group_pairs([(A, big), (A, big), (A, C)]) == [[0], [1, 2]]  # the newest chunk is the open one
+    assert group_pairs([(A, big + big)]) == [[0]]  # one pair over the limits is a call of its own
