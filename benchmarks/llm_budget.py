@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", choices=("group", "edge", ""), default="edge",
                     help="also run the default budget with this scorer ('' for none)")
     ap.add_argument("--offset", type=int, default=0, help="skip the first OFFSET queries of each benchmark")
+    ap.add_argument("--kinds", default="dev,citation", help="which benchmarks: dev, citation or both")
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
                     help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
     args = ap.parse_args(argv)
@@ -113,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     source = local_source(RuntimeConfig())
     stats = TermStats.from_index(source.text_index)
     off = args.offset
-    queries = [("dev", q) for q in load_benchmark(args.data / "hepth_litsearch_dev.jsonl", off + args.n)[off:]]
-    queries += [("citation", q) for q in load_benchmark(args.data / "hepth_refs_dev.jsonl", off + args.n)[off:]]
+    kinds = set(args.kinds.split(","))
+    queries = [("dev", q) for q in load_benchmark(args.data / "hepth_litsearch_dev.jsonl", off + args.n)[off:]
+               if "dev" in kinds]
+    queries += [("citation", q) for q in load_benchmark(args.data / "hepth_refs_dev.jsonl", off + args.n)[off:]
+                if "citation" in kinds]
     budgets: list[tuple[str, int, int | None]] = [(f"{b} calls", b, None) for b in map(int, args.budgets.split(","))]
     default = f"default ({DEFAULT_LLM_BUDGET} calls, {DEFAULT_LLM_TOKEN_BUDGET // 1000}K tokens)"
     budgets.append((default, DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))

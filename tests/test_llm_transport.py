@@ -225,7 +225,8 @@ def test_answers_that_are_not_complete_http_are_dropped(answer, message):
 def test_full_client_on_uvicorn(server, prefix):
     claims_a = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel.", "x")]
     claims_b = [Claim("c1", "THEORETICAL", "Anomalies cancel.", "y"), Claim("c2", "EMPIRICAL", "Data agree.", "z")]
-    backend = openai_backend(LLMSettings(base_url=f"{server}{prefix}/v1", model=None, max_retries=0))
+    backend = openai_backend(LLMSettings(base_url=f"{server}{prefix}/v1", model=None, max_retries=0,
+                                         entailment_prompt="edge"))  # five items, five requests
     assert backend.scorer.identity.startswith("openai:uvicorn-model@")  # the model list was read too
     results = backend.scorer.score_many([(claims_a, claims_b)] * 5)
     assert all(r.error is None and r.matrix == [[0.25, 1.0]] for r in results)
