@@ -180,3 +180,53 @@ def test_a_group_is_cut_before_it_outgrows_a_small_context():
     # characters: one 4,500-character block fits 5,000, a second does not
     assert group_pairs([(A, big), (A, big), (A, C)]) == [[0], [1, 2]]  # the newest chunk is the open one
     assert group_pairs([(A, big + big)]) == [[0]]  # one pair over the limits is a call of its own
+
+
+# --- the cascade with a grouped scorer (deterministic fake model, tiny corpus) -------------------------------
+
+def _run(tiny_source, grouped: bool, calls: int):  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_group_model import FakeGroupModel
+    from fake_model import FakeModel, fake_backend
+
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.settings import PipelineSettings
+    from crase_core.termstats import TermStats
+
+    stats = TermStats.from_index(tiny_source.text_index)
+    backend, _ = fake_backend(stats)
+    model = FakeGroupModel(stats) if grouped else FakeModel(stats)
+    backend.planner = backend.extractor = backend.scorer = model
+    settings = PipelineSettings(m=3, L=2, llm_budget=calls, llm_token_budget=0)
+    trace = run_query("black hole microstates anti-de Sitter", Engine(tiny_source, backend, None), settings,
+                      now=dt.datetime(2001, 6, 1, tzinfo=dt.UTC))
+    return trace, model
+
+
+def test_unlimited_grouped_run_makes_one_call_per_citing_paper_and_the_same_decisions(tiny_source):
+    edge, edge_model = _run(tiny_source, False, 0)
+    group, group_model = _run(tiny_source, True, 0)
+    citing = {e.citing for e in group.edges}
+    assert len(group.edges) >= 5 and len(citing) < len(group.edges)
+    assert group_model.group_calls == len(citing)  # ≤ 8 cited papers each on this graph
+    assert group.counters.model_calls == 1 + len(group.nodes) + len(citing) == group_model.calls
+    assert edge.counters.model_calls == 1 + len(edge.nodes) + len(edge.edges)
+    assert {(e.citing, e.cited): e.matrix for e in group.edges} == {(e.citing, e.cited): e.matrix for e in edge.edges}
+    assert [r.paper_id for r in group.results] == [r.paper_id for r in edge.results]
+    assert all(e.scorer == "model" for e in group.edges)
+    tokens = group.counters.prompt_tokens + group.counters.completion_tokens
+    assert tokens < edge.counters.prompt_tokens + edge.counters.completion_tokens
+
+
+@pytest.mark.parametrize("calls", [4, 6, 9])
+def test_a_grouped_call_is_one_call_of_the_cascade_budget(tiny_source, calls):
+    group, model = _run(tiny_source, True, calls)
+    edge, _ = _run(tiny_source, False, calls)
+    assert group.counters.model_calls == model.calls <= calls
+    decided = [e for e in group.edges if e.scorer == "model"]
+    # the first edge decided is the top of the priority order, as with one call per edge
+    first = min(decided, key=lambda e: int(e.scorer_reason.split("#")[1].split(":")[0]))
+    assert first.scorer_reason.startswith("priority #1: on the evidence trail of result #")
+    assert len(decided) >= sum(e.scorer == "model" for e in edge.edges)  # never fewer decisions per call
