@@ -104,11 +104,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the default budget with this scorer ('' for none)")
     ap.add_argument("--offset", type=int, default=0, help="skip the first OFFSET queries of each benchmark")
     ap.add_argument("--kinds", default="dev,citation", help="which benchmarks: dev, citation or both")
+    ap.add_argument("--tables", type=Path, nargs="+", default=None,
+                    help="only print the tables of these --json files (merged, in order)")
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
                     help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
     args = ap.parse_args(argv)
     if args.prompt_designs:
         prompt_designs()
+        return 0
+    if args.tables:
+        print_tables([r for f in args.tables for r in json.loads(f.read_text(encoding="utf-8"))])
         return 0
 
     source = local_source(RuntimeConfig())
@@ -169,27 +174,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_tables(rows: list[dict[str, Any]]) -> None:
+    """Per benchmark and overall: medians of cost, mean / median / worst (with its query) of tokens, overlap
+    and τ."""
     labels = list(rows[0]["runs"])
     for kind in ("dev", "citation", "all"):
         sel = [r for r in rows if kind in ("all", r["kind"])]
         if not sel:
             continue
-        print(f"\n{kind} ({len(sel)} queries; medians, overlap/τ: mean [min])")
-        print("| budget | calls | prompt tok | compl tok | tokens | model-decided edges | pipeline s | "
-              "model s (latency model) | top-10 overlap | Kendall τ top 50 |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(f"\n{kind} ({len(sel)} queries; calls, edges, times: medians; tokens: median / mean / worst; "
+              "overlap and τ: mean / median / worst, with the worst query)")
+        print("| budget | calls | prompt tok | compl tok | tokens median / mean / max | model-decided edges | "
+              "pipeline s | model s (latency model) | top-10 overlap | Kendall τ top 50 |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
         for label in labels:
-            rs = [r["runs"][label] for r in sel]
+            rs = [(r["qid"], r["runs"][label]) for r in sel if label in r["runs"]]
 
-            def med(key: str, rs: list[dict[str, Any]] = rs) -> float:
-                return statistics.median(x[key] for x in rs)
-            ov = [x["overlap10"] for x in rs]
-            tau = [x["tau50"] for x in rs]
-            tokens = statistics.median(x["prompt"] + x["completion"] for x in rs)
-            print(f"| {label} | {med('calls'):,.0f} | {med('prompt'):,.0f} | {med('completion'):,.0f} | {tokens:,.0f} | "
+            def med(key: str, rs: list[tuple[str, dict[str, Any]]] = rs) -> float:
+                return statistics.median(x[key] for _, x in rs)
+
+            def spread(key: str, rs: list[tuple[str, dict[str, Any]]] = rs) -> str:
+                vals = [(x[key], q) for q, x in rs]
+                worst = min(vals)
+                return (f"{statistics.mean(v for v, _ in vals):.3f} / {statistics.median(v for v, _ in vals):.3f} / "
+                        f"{worst[0]:.2f} ({worst[1]})")
+            tok = [x["prompt"] + x["completion"] for _, x in rs]
+            print(f"| {label} | {med('calls'):,.0f} | {med('prompt'):,.0f} | {med('completion'):,.0f} | "
+                  f"{statistics.median(tok):,.0f} / {statistics.mean(tok):,.0f} / {max(tok):,} | "
                   f"{med('model_edges'):,.0f} of {med('edges'):,.0f} | {med('pipeline_s'):.1f} | {med('model_s'):,.0f} | "
-                  f"{statistics.mean(ov):.3f} [{min(ov):.1f}] | {statistics.mean(tau):.3f} [{min(tau):.2f}] |")
-
+                  f"{spread('overlap10')} | {spread('tau50')} |")
 
 
 def prompt_designs(query: str = "black hole entropy from string microstates") -> None:
