@@ -122,17 +122,21 @@ def test_pipeline_end_to_end_then_fully_cached(llm_server, tmp_path):
 
 
 @pytest.mark.skipif(os.environ.get("CRASE_LLM_FULL") != "1",
-                    reason="a full default query through SmolLM2 on CPU takes well over 10 minutes on 2 cores; "
-                           "set CRASE_LLM_FULL=1 to run it")
+                    reason="60 SmolLM2 calls on CPU take ≈ 10 minutes on an idle 2-core machine and far longer on a "
+                           "shared one (docs/llm_backend.md), over the 4-minute CI allowance; set CRASE_LLM_FULL=1 to run it")
 def test_cli_default_query_within_60_calls_then_a_rerun_makes_none(llm_server, tmp_path):
-    """Issue 12: a full default query on the embedded corpus through the real server, budget 60 calls."""
+    """Issue 12: a full default query on the embedded corpus through the real server, budget 60 calls.
+
+    The llama.cpp server has one slot: ``--concurrency 1`` (a second request would only queue, and its
+    queueing time would count toward its timeout), and a generous ``--timeout`` (a grouped answer of a
+    few hundred tokens takes minutes on a loaded CPU)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASE_", "OPENAI_"))}
     env.update(CRASE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     args = [sys.executable, "-m", "crase_core.cli", "query", "black hole entropy from string microstates",
             "--backend", "openai", "--base-url", llm_server.base_url, "--model", llm_server.model,
-            "--llm-budget", "60", "--max-retries", "1", "--concurrency", "2"]
+            "--llm-budget", "60", "--max-retries", "1", "--concurrency", "1", "--timeout", "900"]
     first = subprocess.run([*args, "--json", str(tmp_path / "a.json")], env=env, capture_output=True, text=True,
-                           timeout=1800)
+                           timeout=3 * 3600)
     assert first.returncode in (0, 3), first.stderr  # 3: most model answers unusable (said on stderr)
     assert "model budget: 60 calls" in first.stderr  # shown before any model call
     a = load(tmp_path / "a.json")
@@ -142,7 +146,7 @@ def test_cli_default_query_within_60_calls_then_a_rerun_makes_none(llm_server, t
     assert 0 < a.counters.model_edges < len(a.edges)
     assert {e.scorer for e in a.edges} == {"model", "offline"}
     second = subprocess.run([*args, "--json", str(tmp_path / "b.json")], env=env, capture_output=True, text=True,
-                            timeout=1800)
+                            timeout=3 * 3600)
     b = load(tmp_path / "b.json")
     transient = sum(1 for e in a.edges if "endpoint" in e.scorer_reason)
     assert b.counters.model_calls <= transient
