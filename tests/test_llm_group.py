@@ -230,3 +230,29 @@ def test_a_grouped_call_is_one_call_of_the_cascade_budget(tiny_source, calls):
     first = min(decided, key=lambda e: int(e.scorer_reason.split("#")[1].split(":")[0]))
     assert first.scorer_reason.startswith("priority #1: on the evidence trail of result #")
     assert len(decided) >= sum(e.scorer == "model" for e in edge.edges)  # never fewer decisions per call
+
+
+def test_retries_of_claims_do_not_starve_the_matrices_of_the_round(tiny_source):
+    """A server that fails every other request (each item costs 2 calls): claims that need retries may not
+    spend the calls the round set aside for its matrices, so the model still decides edges."""
+    import datetime as dt
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from model_server import ModelServer
+
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.settings import PipelineSettings
+    from crase_core.termstats import TermStats
+
+    server = ModelServer("flaky")
+    try:
+        b = openai_backend(LLMSettings(base_url=server.base_url, model="test-model", max_retries=1, concurrency=1),
+                           fallback=offline_backend(TermStats.from_index(tiny_source.text_index)))
+        t = run_query("black hole microstates anti-de Sitter", Engine(tiny_source, b, None),
+                      PipelineSettings(m=3, L=2, llm_budget=10, llm_token_budget=0),
+                      now=dt.datetime(2001, 6, 1, tzinfo=dt.UTC))
+    finally:
+        server.stop()
+    assert t.counters.model_calls == server.requests <= 10
+    decided = [e for e in t.edges if e.scorer == "model"]
+    assert decided and all(len(e.matrix) >= 1 for e in decided)

@@ -283,11 +283,20 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         if not chosen:
             break
         calls_at_start = meter.calls
+        # the round's matrix calls are kept for the matrices: claims that need retries (a small model often
+        # does) may spend later rounds' calls, never these (else no edge of the round would be decided)
+        cap, matrix_calls = meter.max_calls, spent - len(need)
         try:
             if need:
                 for start in range(0, len(need), BATCH):
                     todo_papers = [papers[n] for n in need[start: start + BATCH]]
-                    for paper, cs in zip(todo_papers, components.extract(todo_papers), strict=True):
+                    if cap is not None:
+                        meter.max_calls = max(meter.calls, cap - matrix_calls)
+                    try:
+                        extracted = components.extract(todo_papers)
+                    finally:
+                        meter.max_calls = cap
+                    for paper, cs in zip(todo_papers, extracted, strict=True):
                         if is_budget_failure(cs.error):
                             continue
                         asked += 1
