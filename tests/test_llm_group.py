@@ -256,3 +256,38 @@ def test_retries_of_claims_do_not_starve_the_matrices_of_the_round(tiny_source):
     assert t.counters.model_calls == server.requests <= 10
     decided = [e for e in t.edges if e.scorer == "model"]
     assert decided and all(len(e.matrix) >= 1 for e in decided)
+
+
+def test_a_rerun_of_a_limited_query_asks_nothing_and_gives_the_same_answer(tiny_source, tmp_path):
+    """Issue 12: the same query with the same budget reuses what the first run paid for (0 calls), instead of
+    buying the next edges; a larger budget buys more."""
+    import datetime as dt
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_group_model import FakeGroupModel
+    from fake_model import fake_backend
+
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.settings import PipelineSettings
+    from crase_core.termstats import TermStats
+
+    stats = TermStats.from_index(tiny_source.text_index)
+    backend, _ = fake_backend(stats)
+    model = FakeGroupModel(stats)
+    backend.planner = backend.extractor = backend.scorer = model
+    cache = ResultCache(tmp_path / "rc")
+    settings = PipelineSettings(m=3, L=2, llm_budget=5, llm_token_budget=0)
+    now = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
+
+    def run(s: PipelineSettings):  # type: ignore[no-untyped-def]
+        return run_query("black hole microstates anti-de Sitter", Engine(tiny_source, backend, cache), s, now=now)
+
+    first = run(settings)
+    assert 0 < first.counters.model_calls <= 5 and 0 < first.counters.model_edges < len(first.edges)
+    calls = model.calls
+    again = run(settings)
+    assert model.calls == calls and again.counters.model_calls == 0
+    assert [r.paper_id for r in again.results] == [r.paper_id for r in first.results]
+    assert {(e.citing, e.cited, e.scorer) for e in again.edges} == {(e.citing, e.cited, e.scorer) for e in first.edges}
+    more = run(settings.replace(llm_budget=9))  # another budget: the cascade goes on from the cached answers
+    assert 0 < more.counters.model_calls <= 9 and more.counters.model_edges > first.counters.model_edges

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..cache import result_key
 from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
 from ..errors import ModelError
 from ..records import Budget, ClaimSet, EdgeMatrix, EdgeRecord, RankedPaper, SearchHit, Seed
@@ -171,6 +172,18 @@ def matrix_tokens(n_edges: int, grouped: bool) -> int:
     return item_tokens("group", 16) + (n_edges - 1) * item_tokens("group_edge", 16)
 
 
+def spend_record_key(components: ComponentCache, expansion: Expansion, settings: PipelineSettings,
+                     seeds: Sequence[Seed], query_hits: Sequence[SearchHit]) -> str:
+    """Cache key of the record of what a limited run asked the model (:func:`cascade`): the components'
+    identities, the settings (``retry_failures`` aside), the graph, the seeds and the query's hits."""
+    b = components.backend
+    values = {k: v for k, v in vars(settings).items() if k != "retry_failures"}
+    graph = expansion.graph
+    return result_key("spend", f"{b.planner.identity}|{b.extractor.identity}|{b.scorer.identity}", [
+        values, sorted(graph.nodes), sorted(graph.edges), [s_.paper_id for s_ in seeds],
+        [h.paper_id for h in query_hits]])
+
+
 def _tokens_fit(meter: SpendMeter, tokens: int) -> bool:
     left = meter.remaining_tokens()
     return left is None or tokens <= left
@@ -237,10 +250,23 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
     size = group_size(components)
     priority_of: dict[Edge, tuple[int, str]] = {}
     endpoint_failure: str | None = None
+    # a limited run records the edges it asked about; the same query with the same settings asks only them
+    # again (their cached answers are free; what failed in transit is asked again), so a rerun costs no call
+    # for what was answered and never buys new decisions
+    record_key = (spend_record_key(components, expansion, settings, seeds, query_hits)
+                  if limited and components.cache is not None else None)
+    recorded: set[Edge] | None = None
+    if record_key is not None:
+        raw = components.cache.get_many([record_key]).get(record_key) if components.cache is not None else None
+        if isinstance(raw, dict) and isinstance(raw.get("edges"), list):
+            wanted = set(edges)
+            recorded = {(str(x[0]), str(x[1])) for x in raw["edges"]
+                        if isinstance(x, list) and len(x) == 2} & wanted
     while True:
         refresh_offline()
         open_edges = [e for e in edges if e not in model_mats and e not in mat_failed
-                      and e[0] not in claim_failed and e[1] not in claim_failed]
+                      and e[0] not in claim_failed and e[1] not in claim_failed
+                      and (recorded is None or e in recorded)]
         if not open_edges or meter.admit([0]) == 0:
             break
         if limited:
@@ -339,6 +365,12 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         if meter.calls == calls_at_start:
             break  # the meter refused every call of this round: the budget is spent
     refresh_offline()
+    if record_key is not None and components.cache is not None:
+        # asked (answered, unusable, failed in transit) or lost to a dying endpoint: not what the budget refused
+        asked_edges = {e for e in priority_of if e in model_mats or e in mat_failed or e[0] in claim_failed
+                       or e[1] in claim_failed or endpoint_failure is not None} | (recorded or set())
+        asked_edges |= {e for e in edges if e in model_mats and why.get(e, "").startswith("cached")}
+        components.cache.set_many({record_key: {"edges": sorted([list(e) for e in asked_edges])}})
 
     scorers: dict[Edge, tuple[str, str]] = {}
     for e in edges:
