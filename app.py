@@ -16,17 +16,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from crase_core import export
-from crase_core.cost_report import budget_parts, unit, uses_model
-from crase_core.errors import CraseError
-from crase_core.html_export import to_html
-from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
-from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
-from crase_core.score_words import restart_words, score_sentence
-from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
-from pages._display import authors_line, load_demo_queries, md_escape
-from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
-from pages._shared import (
+from crase_app.display import authors_line, load_demo_queries, md_escape
+from crase_app.settings_form import choices_json, operator_settings, runtime_form, settings_form
+from crase_app.shared import (
     current_trace,
     downloads,
     get_engine,
@@ -38,6 +30,14 @@ from pages._shared import (
     trace_notice,
     trace_problem,
 )
+from crase_core import export
+from crase_core.cost_report import budget_parts, unit, uses_model
+from crase_core.errors import CraseError
+from crase_core.html_export import to_html
+from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
+from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
+from crase_core.score_words import restart_words, score_sentence
+from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 
 log = logging.getLogger("crase.app")
 ROOT = Path(__file__).resolve().parent

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._display import shorten_words, tex_plain
-from pages._graph_view import (
+from crase_app.display import shorten_words, tex_plain
+from crase_app.graph_view import (
     DEFAULT_TOP_K,
     LAYOUT_LABELS,
     LAYOUTS,
@@ -26,7 +26,7 @@ from pages._graph_view import (
     view_layout,
     vis_network_data,
 )
-from pages._shared import (
+from crase_app.shared import (
     graph_component,
     guarded,
     inspector,

@@ -6,9 +6,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from crase_app.shared import guarded, trace_page
 from crase_core.rankers import ranker_names
 from crase_core.rerank import Reranked, rerank
-from pages._shared import guarded, trace_page
 
 trace = trace_page("Ranking", "Scores of the kept papers under each ranker (personalised PageRank, SALSA, and any other "
             "registered ranker), re-computed from the saved graph — no model calls.")

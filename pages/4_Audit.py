@@ -7,9 +7,8 @@ import random
 import pandas as pd
 import streamlit as st
 
-from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
-from pages._display import shorten_words, tex_plain
-from pages._shared import (
+from crase_app.display import shorten_words, tex_plain
+from crase_app.shared import (
     audit_store,
     claims_markdown,
     edge_inspector,
@@ -17,6 +16,7 @@ from pages._shared import (
     paper_line,
     trace_page,
 )
+from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
 
 trace = trace_page("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
             "(SQLite next to the runs folder) and summarised like the paper's Table 5.")

@@ -7,8 +7,8 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from pages._display import md_escape
-from pages._shared import (
+from crase_app.display import md_escape
+from crase_app.shared import (
     code,
     current_trace,
     downloads,

@@ -20,9 +20,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from crase_app.display import md_escape
+from crase_app.shared import code, guarded, page_header, run_store
 from crase_core.config import load_settings
-from pages._display import md_escape
-from pages._shared import code, guarded, page_header, run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_RESULTS = ROOT / "benchmarks" / "results"

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
     sys.path.append(str(ROOT))
 
-from pages._display import md_escape  # noqa: E402
+from crase_app.display import md_escape  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"

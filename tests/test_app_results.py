@@ -53,8 +53,8 @@ def test_cards_and_honest_numbers(app_env):
     # every card explains its score in words and has its abstract one click away
     scores = [c.value for c in at.caption if c.value.startswith("Score: ")]
     assert len(scores) == len(trace.results)
+    from crase_app.display import md_escape
     from crase_core.score_words import score_sentence
-    from pages._display import md_escape
 
     assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
     share = trace.results[0].score / sum(trace.ranking.scores.values())
@@ -95,7 +95,7 @@ def test_library_seeds_and_marks(app_env):
         ("h003", "h003", True), ("arXiv:hep-th/9999999", None, False)]
     marked = [m.value for m in at.markdown if "already in your library" in m.value]
     assert len(marked) == sum(r.in_library for r in trace.results) == 1
-    from pages._display import md_escape
+    from crase_app.display import md_escape
 
     assert any(md_escape("not in this source (arXiv:hep-th/9999999)") in w.value for w in at.warning)
     hide = next(t for t in at.toggle if t.key == "hide_library")

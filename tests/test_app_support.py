@@ -1,4 +1,4 @@
-"""Non-Streamlit helpers of the app (pages/_display, _graph_view), the run store and re-ranking."""
+"""Non-Streamlit helpers of the app (crase_app.display, crase_app.graph_view), the run store and re-ranking."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
     sys.path.append(str(ROOT))
 
+from crase_app import display as D  # noqa: E402
+from crase_app import graph_view as G  # noqa: E402
 from crase_core.pipeline import estimate_budget as probe_budget  # noqa: E402
-from pages import _display as D  # noqa: E402
-from pages import _graph_view as G  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -211,7 +211,7 @@ def test_tex_markdown_typesets_safe_math_and_escapes_the_rest():
 
 def test_claims_markdown_has_every_claim_in_full_and_no_html(budget_then_trace):
     _, trace = budget_then_trace
-    from pages._shared import claims_markdown
+    from crase_app.shared import claims_markdown
 
     pid = max(trace.claims, key=lambda p: len(trace.claims[p].claims))
     cs = trace.claims[pid]
@@ -299,7 +299,7 @@ def _inspector_app(trace, citing, cited):
     import sys
 
     sys.path.insert(0, ".")
-    from pages._shared import edge_inspector
+    from crase_app.shared import edge_inspector
 
     edge_inspector(trace, citing, cited, audit=False)
 

@@ -188,7 +188,7 @@ def test_a_trace_whose_result_is_not_a_node_is_a_clear_error_on_every_page(app_e
     (app_env / "20300101T000000Z-bad.json").write_bytes(bad)
     at.switch_page("pages/5_Runs.py").run()
     assert not at.exception
-    from pages._display import md_escape
+    from crase_app.display import md_escape
 
     reason = md_escape("not a valid Crase trace: results.0: paper 'nope' is not among the nodes")
     assert f"- `20300101T000000Z-bad.json`: {reason}" in [m.value for m in at.markdown]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import altair as alt
@@ -17,6 +18,16 @@ import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
+from crase_app.display import (
+    ROLE_COLOURS,
+    ROLE_LABELS,
+    authors_line,
+    md_escape,
+    node_role,
+    shorten_words,
+    tex_markdown,
+    tex_plain,
+)
 from crase_core import export
 from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
@@ -27,16 +38,6 @@ from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
-from pages._display import (
-    ROLE_COLOURS,
-    ROLE_LABELS,
-    authors_line,
-    md_escape,
-    node_role,
-    shorten_words,
-    tex_markdown,
-    tex_plain,
-)
 
 log = logging.getLogger("crase.app")
 COMPONENT_DIR = graph_component_dir()
@@ -514,7 +515,7 @@ def downloads(trace: RunTrace, key: str) -> None:
     stem = export.filename_stem(trace)
     cols = st.columns(len(EXPORTS))
     for col, (fmt, (label, ext, mime, _)) in zip(cols, EXPORTS.items(), strict=True):
-        data = guarded(lambda fmt=fmt: export_bytes(trace, trace.run_id, fmt), f"Could not export {label}")
+        data = guarded(partial(export_bytes, trace, trace.run_id, fmt), f"Could not export {label}")
         if data is None:
             continue
         col.download_button(label, data=data, file_name=f"{stem}.{ext}", mime=mime, key=f"{key}_dl_{fmt}",

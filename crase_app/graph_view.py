@@ -17,10 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crase_core.errors import InputError
-from crase_core.records import EdgeRecord, NodeRecord
-from crase_core.trace import RunTrace
-from pages._display import (
+from crase_app.display import (
     PRUNED_EDGE_COLOUR,
     ROLE_COLOURS,
     ROLE_LABELS,
@@ -31,6 +28,9 @@ from pages._display import (
     tex_accents,
     tex_plain,
 )
+from crase_core.errors import InputError
+from crase_core.records import EdgeRecord, NodeRecord
+from crase_core.trace import RunTrace
 
 # --- graph views ----------------------------------------------------------------------------------------
 VIEW_MODES = ("top-k and trails", "kept graph", "everything")
