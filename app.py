@@ -31,12 +31,14 @@ from crase_app.shared import (
     trace_problem,
 )
 from crase_core import export
-from crase_core.cost_report import budget_parts, unit, uses_model
+from crase_core.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.errors import CraseError
 from crase_core.html_export import to_html
 from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
 from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
 from crase_core.score_words import restart_words, score_sentence
+from crase_core.settings import PipelineSettings
+from crase_core.stages.budget import describe_budget
 from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 
 log = logging.getLogger("crase.app")
@@ -55,11 +57,27 @@ PAGE_ICONS = {"evidence": ":material/hub:", "seeds": ":material/spa:", "ranking"
 
 
 def budget_text(b, model: bool) -> str:
-    """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations."""
+    """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations;
+    with a model, also the per-query model budget line (``describe_budget``: the limit, what the model is
+    asked, estimated tokens and time)."""
     left = "new calls" if model else "to compute"
     note = "" if model else " The offline backend runs no model: these are lexical scoring operations."
-    return (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
+    text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
             f"cached → {b.to_call:,} {left}**.{note}")
+    if model:
+        line = describe_budget(b)
+        text += "  \n" + md_escape(line[:1].upper() + line[1:]) + "."
+    return text
+
+
+def model_limit_note(settings: PipelineSettings) -> str:
+    """Before any run, with a model backend chosen: what one query may spend (the settings' model budget)."""
+    limits = " and ".join(x for x in (f"{settings.llm_budget:,} model calls" if settings.llm_budget else "",
+                                      f"{settings.llm_token_budget:,} tokens" if settings.llm_token_budget else "")
+                          if x)
+    head = (f"Model budget per query: at most {limits}; the offline components decide whatever the model is not "
+            "asked about." if limits else "Model budget per query: no limit (every uncached item goes to the model).")
+    return head + " **Estimate budget** counts this query's model items, tokens and time before anything is sent."
 
 
 BOARD_STAGES = ("open", *STAGES)
@@ -268,6 +286,9 @@ def search_page() -> None:
     autorun = st.session_state.pop("autorun", False)
     if settings is None:
         return
+    if choices.get("backend") not in OFFLINE_BACKENDS:
+        st.caption(model_limit_note(settings), help="Set in **Run settings** "  # our text and numbers only
+                   "(Model budget: calls, tokens); docs/llm_backend.md explains the cascade.")
     engine_key = choices_json(choices)
     clicked = time.perf_counter()
     if estimate or go or autorun:

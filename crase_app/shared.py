@@ -429,6 +429,8 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
                                                                      f" · {code(p.id)}"))
     st.markdown(f'<span style="color:{ROLE_COLOURS[role]};font-weight:600">● {ROLE_LABELS[role]}</span>',
                 unsafe_allow_html=True)  # role label is our constant text
+    if n.in_library:
+        st.markdown(":green-badge[:material/bookmark: already in your library]")
     m1, m2, m3 = st.columns(3)
     m1.metric("score", f"{n.score:.4f}" if n.kept else "–")
     m2.metric("rank", str(n.rank) if n.rank else "–")
