@@ -25,6 +25,7 @@ from crase_app.shared import (
     guarded,
     open_trace,
     page_header,
+    prefetch_engine,
     run_caption,
     run_store,
     trace_notice,
@@ -141,7 +142,11 @@ def result_link(paper) -> str:
     return f"[{md_escape(label)}]({url})"
 
 
+FIRST_RESULTS = 20  # result cards drawn at first (each is ~10 page elements); "Show all" draws the rest
+
+
 def ranked_list(trace) -> None:
+    """The result cards, best first: the first :data:`FIRST_RESULTS`, then all on request."""
     papers = {n.paper.id: n.paper for n in trace.nodes}
     if not trace.results:
         st.warning("No papers to show for this query.")
@@ -155,7 +160,9 @@ def ranked_list(trace) -> None:
         if hide:
             results = [r for r in results if not r.in_library]
     restart = restart_words(trace)
-    for r in results:
+    shown_key = f"results_shown_{trace.run_id}"
+    shown = st.session_state.get(shown_key, FIRST_RESULTS)
+    for r in results[:shown]:
         p = papers[r.paper_id]
         with st.container(border=True):
             left, right = st.columns([8, 1.3])
@@ -176,6 +183,10 @@ def ranked_list(trace) -> None:
             if right.button("Inspect", key=f"inspect_{r.paper_id}", width="stretch"):
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
                 st.switch_page(graph_page)
+    if len(results) > shown:
+        st.button(f"Show all {len(results)} papers", key="results_show_all", icon=":material/expand_more:",
+                  on_click=lambda: st.session_state.update({shown_key: len(results)}),
+                  help=f"The first {shown} are shown; the downloads hold the whole list.")
 
 
 def coverage_notice(coverage) -> None:
@@ -290,6 +301,7 @@ def search_page() -> None:
         st.caption(model_limit_note(settings), help="Set in **Run settings** "  # our text and numbers only
                    "(Model budget: calls, tokens); docs/llm_backend.md explains the cascade.")
     engine_key = choices_json(choices)
+    prefetch_engine(engine_key)
     clicked = time.perf_counter()
     if estimate or go or autorun:
         try:
@@ -361,10 +373,14 @@ def search_page() -> None:
     run_caption(trace)
     coverage_notice(trace.coverage)
     run_summary(trace)
-    with st.expander("Download", expanded=False):
-        downloads(trace, key="search")
-    html_share(trace)
+    # the cards are sent first and the exports (a GraphML of a 700-paper run takes a second) afterwards,
+    # into these slots above the cards, so that the first result shows without waiting for them
+    download_slot, share_slot = st.container(), st.container()
     ranked_list(trace)
+    with download_slot, st.expander("Download", expanded=False):
+        downloads(trace, key="search")
+    with share_slot:
+        html_share(trace)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Writing the HTML file…")

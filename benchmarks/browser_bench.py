@@ -147,7 +147,7 @@ def main() -> None:
             fresh.goto(url)
             fresh.get_by_label("Your literature-search question").wait_for(timeout=60_000)
             record("warm, new session: identical query", search(fresh, q1), q1, fresh)
-            record("warm, new session: different query", search(fresh, q3), q3, fresh)
+            record("warm, new session: different query", search(fresh, q3, wait_for=f"Query: {q3[:50]}"), q3, fresh)
             t0 = time.perf_counter()
             fresh.get_by_role("link", name="Evidence graph").click()
             iframe = fresh.locator("iframe[title*='crase_graph']").first

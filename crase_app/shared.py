@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -71,6 +72,36 @@ def get_engine(choices_json: str) -> Any:
     settings; sources and backends are read-only, so sessions share it."""
     settings = with_choices(load_settings(), **json.loads(choices_json))
     return build_engine(settings.runtime)
+
+
+PREFETCH_THREAD = "crase-engine-prefetch"
+
+
+class _NotFromPrefetch(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning of the prefetch thread (it runs no script, by design)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != PREFETCH_THREAD
+
+
+def _open_quietly(choices_json: str) -> None:
+    try:
+        get_engine(choices_json)
+    except Exception:  # the click that needs the engine opens it again and shows the error
+        log.debug("opening the engine ahead of the first query failed", exc_info=True)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def prefetch_engine(choices_json: str) -> threading.Thread:
+    """Start opening the engine for these choices in the background, once per server and choice, while the
+    visitor types: the corpus and its search index (seconds on a fresh cache) are then ready, or nearer,
+    at the click. :func:`get_engine` computes each engine once; a click during the prefetch waits for it."""
+    ctx_log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    if not any(isinstance(f, _NotFromPrefetch) for f in ctx_log.filters):
+        ctx_log.addFilter(_NotFromPrefetch())
+    thread = threading.Thread(target=_open_quietly, args=(choices_json,), name=PREFETCH_THREAD, daemon=True)
+    thread.start()
+    return thread
 
 
 def run_store() -> RunStore:

@@ -181,7 +181,7 @@ def test_audit_verdicts_persist(app_env):
         (edge.citing, edge.cited, "Ana", "disagree", False)]
     at.switch_page("pages/4_Audit.py").run()
     assert not at.exception and not at.error
-    queue = at.dataframe[0].value
+    queue = next(d.value for d in at.dataframe if "done" in d.value.columns)  # the audit queue
     judged = queue["done"] == "✓"
     assert set(queue.loc[~judged, "decision"]) == {"hidden"}  # blind by default: undecided edges hide the decision
     metrics = {m.label: m.value for m in at.metric}

@@ -124,7 +124,11 @@ def test_weak_match_notice_and_links_on_the_embedded_corpus(tmp_path, monkeypatc
     assert len(weak) == 1
     # cards link to arXiv, built from the validated id
     links = [m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]
-    assert len(links) == len(at.session_state["trace"].results)
+    n = len(at.session_state["trace"].results)
+    assert n == 50 and len(links) == 20  # the first 20 cards, then all on request
+    at = _click(at, "Show all 50 papers")
+    assert len([m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]) == n
+    assert not [b for b in at.button if b.label.startswith("Show all")]
     st.cache_resource.clear()
 
 
