@@ -248,7 +248,7 @@ def library_input() -> ParsedLibrary | None:
             st.error(f"Your library: {e}", icon=":material/error:")
             return None
         if parsed.entries or parsed.unreadable:
-            st.caption(f"{len(parsed.entries):,} papers read" + (
+            st.caption(f"{len(parsed.entries):,} {'paper' if len(parsed.entries) == 1 else 'papers'} read" + (
                 f"; skipped {len(parsed.unreadable):,}: {md_escape('; '.join(parsed.unreadable[:5]))}"
                 + ("…" if len(parsed.unreadable) > 5 else "") if parsed.unreadable else ""))
     return parsed if parsed.entries else None
@@ -360,8 +360,8 @@ def search_page() -> None:
         if trace is not None:
             save_and_open(trace)
             opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
-            if opened is not None:
-                st.session_state.setdefault("elapsed", {})[opened.run_id] = board.elapsed
+            if opened is not None:  # the time the status line says (click → results), not counting the save
+                st.session_state.setdefault("elapsed", {})[opened.run_id] = elapsed
     trace = st.session_state.get("trace")
     if trace is None or trace_problem(trace) is not None:
         if trace is not None:

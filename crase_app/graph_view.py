@@ -537,7 +537,8 @@ def vis_network_data(
 ) -> dict[str, list[dict[str, Any]]]:
     """vis-network ``{"nodes": [...], "edges": [...]}`` for ``view``, assembled with pyvis.
 
-    Every text is plain text: ``label`` (short, unique), ``tip`` (the tooltip: full title,
+    Every text is plain text: ``label`` (short, unique over the whole run, so a paper keeps its label in
+    every view and in the focus picker), ``tip`` (the tooltip: full title,
     authors, role, score) — the component draws labels on the canvas and tooltips via
     ``textContent``, never as HTML. ``pri`` orders labels (0 = drawn first). Node colour =
     role, size = score; a paper already in the user's library has a thick green border
@@ -549,7 +550,7 @@ def vis_network_data(
     by_id = {n.paper.id: n for n in trace.nodes}
     sq = seed_subqueries(trace)
     max_score = max((by_id[p].score for p in view.nodes), default=0.0)
-    labels = node_labels(trace, view.nodes)
+    labels = node_labels(trace, [n.paper.id for n in trace.nodes])  # the same label in every view and picker
     priority = label_priority(trace, view.nodes)
     mixed = len({edge_scorer(e) for e in view.edges} - {None}) > 1
     net = Network(directed=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -318,6 +319,8 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 "cited claim": f"{vid}: {tex_plain(vtext)}",
                 "ent": float(v),
                 "≥ θ": bool(v >= theta),
+                # cut, not rounded, to 2 decimals: a cell below θ never reads as θ (0.749 shows 0.74, not 0.75)
+                "shown": f"{math.floor(float(v) * 100 + 1e-9) / 100:.2f}",
             })
     df = pd.DataFrame(rows)
     y_order = list(dict.fromkeys(df["row"])) if not df.empty else []
@@ -339,7 +342,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
     )
     outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
     colour = alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933"))
-    value = alt.Text("ent:Q", format=".2f")
+    value = alt.Text("shown:N")
     text = base.transform_filter(~alt.datum["≥ θ"]).mark_text(fontSize=13).encode(
         text=value, color=colour, tooltip=tooltip)
     strong = base.transform_filter(alt.datum["≥ θ"]).mark_text(fontSize=13, fontWeight="bold").encode(

@@ -188,11 +188,11 @@ def test_library_papers_marked_on_graph_and_in_inspector(app_server, chromium):
     pg = chromium.new_page(viewport={"width": 1440, "height": 900})
     try:
         pg.goto(url)
+        pg.get_by_label("Your literature-search question").fill(QUERY)
         pg.get_by_text("Start from what you know", exact=False).first.click(timeout=30_000)
         pg.get_by_label("arXiv ids or DOIs").fill("h003")
-        pg.get_by_label("arXiv ids or DOIs").press("Tab")
-        pg.get_by_text("1 papers read", exact=False).first.wait_for(timeout=30_000)
-        pg.get_by_label("Your literature-search question").fill(QUERY)
+        pg.get_by_label("arXiv ids or DOIs").press("Tab")  # commits the text (and the query's, before it)
+        pg.get_by_text("1 paper read", exact=False).first.wait_for(timeout=30_000)
         pg.get_by_role("button", name="Search").first.click()
         try:
             pg.get_by_text("already in your library", exact=False).first.wait_for(timeout=90_000)

@@ -288,6 +288,8 @@ def test_double_click_focuses_on_that_paper(demo_run):
     from crase_app.graph_view import focus_view, node_labels
 
     assert nodes == set(focus_view(trace, target["id"]).nodes)
-    picker = page.locator("[data-testid='stSelectbox']", has_text="Focus on")
-    assert node_labels(trace, [n.paper.id for n in trace.nodes])[target["id"]] in picker.inner_text()
+    picker = page.locator("[data-testid='stSelectbox']", has_text="Focus on").first
+    shown = picker.evaluate("el => el.innerText + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')"
+                            " + ' ' + [...el.querySelectorAll('[title]')].map(t => t.title).join(' ')")
+    assert node_labels(trace, [n.paper.id for n in trace.nodes])[target["id"]] in shown, shown
     page.screenshot(path=str(SHOTS / "graph_1440x900_focus_by_double_click.png"))
