@@ -1,6 +1,6 @@
 """Crase Explorer — the Streamlit front end. Run: ``streamlit run app.py``.
 
-This file is the router (pages are discovered from ``pages/[0-9]*.py``) and the
+This file is the router (pages are discovered from ``app_pages/[0-9]*.py``) and the
 Search page. The UI only presents :mod:`crase_core`: queries run through
 ``runtime.build_engine`` + ``pipeline.run_query``; everything shown afterwards
 comes from the run's trace.
@@ -407,7 +407,7 @@ def html_share(trace) -> None:
 
 def _discover_pages() -> list:
     pages = [st.Page(search_page, title="Search", icon=":material/search:", default=True, url_path="search")]
-    for path in sorted((ROOT / "pages").glob("[0-9]*.py")):
+    for path in sorted((ROOT / "app_pages").glob("[0-9]*.py")):
         title = re.sub(r"^\d+_", "", path.stem).replace("_", " ")
         icon = next((v for k, v in PAGE_ICONS.items() if k in title.lower()), ":material/description:")
         pages.append(st.Page(str(path.relative_to(ROOT)), title=title, icon=icon))

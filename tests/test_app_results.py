@@ -102,7 +102,7 @@ def test_library_seeds_and_marks(app_env):
     hide.set_value(True)
     at.run()
     assert len([c for c in at.caption if c.value.startswith("Score: ")]) == len(trace.results) - 1
-    at.switch_page("pages/2_Seeds.py").run()
+    at.switch_page("app_pages/2_Seeds.py").run()
     assert not at.exception and not at.error
     assert {m.label: m.value for m in at.metric}["from your library"] == "1"
     table = at.dataframe[-1].value
@@ -200,7 +200,7 @@ def test_audit_statistics_split_by_scorer(app_env):
     store.record(trace.run_id, kept[1].citing, kept[1].cited, "Ana", "disagree", True, "")
     store.record(trace.run_id, kept[2 % len(kept)].citing, kept[2 % len(kept)].cited, "Ana", "agree", True, "")
     store.record(trace.run_id, pruned[0].citing, pruned[0].cited, "Ana", "agree", False, "")
-    at.switch_page("pages/4_Audit.py").run()
+    at.switch_page("app_pages/4_Audit.py").run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "scored by" in d.value.columns)
     expected = summarize_by_scorer(store.verdicts(trace.run_id),

@@ -15,7 +15,7 @@ from crase_core.rerank import rerank, rerank_all
 from crase_core.runs import RunStore, content_id, outcome_key, runs_dir, with_content_id
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not part of the installed package
     sys.path.append(str(ROOT))
 
 from crase_app import display as D  # noqa: E402

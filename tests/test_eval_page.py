@@ -8,7 +8,7 @@ import pytest
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "7_Benchmark.py")
+PAGE = str(ROOT / "app_pages" / "7_Benchmark.py")
 
 
 def _run(monkeypatch, folder: Path):
