@@ -301,7 +301,10 @@ def search_page() -> None:
         st.caption(model_limit_note(settings), help="Set in **Run settings** "  # our text and numbers only
                    "(Model budget: calls, tokens); docs/llm_backend.md explains the cascade.")
     engine_key = choices_json(choices)
-    prefetch_engine(engine_key)
+    if choices.get("source") == "local" and choices.get("backend") in OFFLINE_BACKENDS:
+        # only what reads local files: a model endpoint or a web API is contacted when the visitor runs, not
+        # while they try choices out (each open would probe it, with the operator's key)
+        prefetch_engine(engine_key)
     clicked = time.perf_counter()
     if estimate or go or autorun:
         try:
