@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -90,7 +91,7 @@ def verdict_scorers(verdicts) -> dict[tuple[str, str, str], str]:
     if missing:
         for info in guarded(lambda: run_store().list(), "Could not list the saved runs") or []:
             if info.run_id in missing and not info.error:
-                out.update(guarded(lambda info=info: saved_run_scorers(info.name, info.run_id),
+                out.update(guarded(partial(saved_run_scorers, info.name, info.run_id),
                                    f"Could not read the run {info.name}") or {})
     return out
 

@@ -16,6 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -214,7 +215,7 @@ def parse_table(block: str) -> Table | None:
 def show_table(table: Table, key: str) -> None:
     frame = table.frame
     first = frame.columns[0]
-    config: dict[str, object] = {first: st.column_config.TextColumn(first, pinned=True)}
+    config: dict[str, Any] = {first: st.column_config.TextColumn(first, pinned=True)}
     for col, d in table.decimals.items():
         config[col] = st.column_config.NumberColumn(col, format=f"%.{d}f" if d else "%d")
     styled = frame.style.format({c: (f"{{:.{d}f}}" if d else "{:.0f}") for c, d in table.decimals.items()},
