@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from . import atomic
 from .cache import cache_root
 from .corpus import Corpus, _find, _fingerprint, _lines, parse_paper_line
-from .errors import CorpusError
+from .errors import CorpusError, CraseError
 from .records import Paper
 from .textindex import PostingsBuilder, TextIndex, append_postings, document_terms
 from .textindex import publish as publish_index
@@ -86,7 +86,7 @@ class IdIndex(Mapping[str, int]):
         j = int(np.searchsorted(self._sorted, b))
         return int(self._order[j]) if j < self._sorted.size and self._sorted[j] == b else None
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         i = self.get_pos(key) if isinstance(key, str) else None
         return default if i is None else i
 
@@ -201,7 +201,7 @@ def source_fingerprint(folder: Path, paths: Sequence[Path]) -> str:
 
 
 def remember_fingerprint(folder: Path, paths: Sequence[Path], fp: str) -> None:
-    with contextlib.suppress(OSError, CorpusError, ValueError):  # an unwritable cache only costs a re-hash
+    with contextlib.suppress(OSError, CraseError, ValueError):  # an unwritable cache only costs a re-hash
         atomic.write_text(_memo_path(folder), json.dumps({"files": _stat_key(paths), "fingerprint": fp}))
 
 
@@ -357,7 +357,8 @@ def _csr_from_keys(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _keys(indptr: np.ndarray, indices: np.ndarray, n: int) -> np.ndarray:
-    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(np.asarray(indptr, dtype=np.int64)))
+    counts: np.ndarray = np.diff(np.asarray(indptr, dtype=np.int64))
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), counts)
     return rows * n + np.asarray(indices, dtype=np.int64)
 
 
@@ -475,7 +476,7 @@ def _map(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         if not (isinstance(spec, list) and len(spec) == 4):
             raise ValueError(f"meta.json: bad entry for {fname}")
         if p.stat().st_size != spec[2]:
-            raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]} (truncated or replaced)")
+            raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]}: truncated or replaced")
         stem = fname.rsplit(".", 1)[0]
         if fname.endswith(".bin"):
             out[stem] = (np.memmap(p, dtype=np.uint8, mode="r", shape=(spec[2],)) if spec[2]
