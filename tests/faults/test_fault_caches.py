@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import diskcache
-import numpy as np
 from fault_tools import QUERY, cli_env, query, ranked, shared_tmp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
