@@ -110,9 +110,12 @@ def _find(directory: Path, stem: str) -> Path:
 def _fingerprint(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for p in paths:
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        try:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as e:
+            raise CorpusError(f"cannot read {p}: {e.strerror or e}") from None
     return h.hexdigest()[:16]
 
 
