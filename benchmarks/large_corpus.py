@@ -41,7 +41,10 @@ sys.argv = ["crase", *sys.argv[1:]]
 try:
     runpy.run_module("crase_core.cli", run_name="__main__")
 finally:
-    print(f"MAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}", file=sys.stderr)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    print(f"CPU {cpu:.2f}", file=sys.stderr)
+    print(f"MAXRSS {me.ru_maxrss / 1024:.0f}", file=sys.stderr)
 """
 
 _OPEN = """
@@ -105,7 +108,7 @@ def generate(folder: Path, n: int, refs: float, seed: int = 0, start: int = 0) -
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 3600) -> tuple[float, float, str, str]:
-    """(wall s, peak RSS MB, stdout, stderr) of ``crase ARGS`` in a fresh process."""
+    """(wall s, peak RSS MB, stdout, stderr) of ``crase ARGS`` in a fresh process (stderr ends with its CPU s)."""
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True,
                        timeout=timeout, cwd=str(REPO))
@@ -114,6 +117,11 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 3600) -> tuple[f
         raise RuntimeError(f"crase {' '.join(args[:2])} failed ({r.returncode}): {r.stderr[-2000:]}")
     rss = float(r.stderr.rsplit("MAXRSS ", 1)[1].split()[0])
     return wall, rss, r.stdout, r.stderr
+
+
+def _cpu(stderr: str) -> float:
+    """CPU seconds (user + system, the process and its workers) a child reported."""
+    return round(float(stderr.rsplit("CPU ", 1)[1].split()[0]), 1)
 
 
 def _dir_mb(path: Path) -> float:
@@ -142,8 +150,8 @@ def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queri
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASE_", "OPENAI_", "S2_"))}
     env.update(PYTHONPATH=str(REPO), CRASE_CACHE_DIR=str(cache))
     res: dict[str, object] = {}
-    wall, rss, out, _ = _run(["corpus", "build", str(folder), "--workers", str(workers)], env)
-    res.update(build_s=round(wall, 1), build_peak_rss_mb=round(rss))
+    wall, rss, out, err = _run(["corpus", "build", str(folder), "--workers", str(workers)], env)
+    res.update(build_s=round(wall, 1), build_cpu_s=_cpu(err), build_peak_rss_mb=round(rss))
     res["store_mb"] = round(_dir_mb(cache / "corpus"), 1)
     res["index_mb"] = round(_dir_mb(cache / "index"), 1)
     res["source_files_mb"] = round(sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 2**20, 1)
@@ -154,22 +162,28 @@ def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queri
     res.update(open_s_median=_median([o["open_s"] for o in opens]), import_s_median=_median([o["import_s"] for o in opens]),
                search_s_median=_median([o["search_s"] for o in opens]), open_rss_mb=round(max(o["rss_mb"] for o in opens)))
 
-    cold, warm, rss_q, stages = [], [], [], []
+    cold, warm, rss_q, stages, sizes = [], [], [], [], []
     trace = cache.parent / "trace.json"
     for q in queries:
         for store in (cold, warm):
             wall, rss, _, _ = _run(["query", q, "--corpus", str(folder), "--quiet", "--json", str(trace)], env)
             store.append(wall)
             rss_q.append(rss)
-        stages.append(json.loads(trace.read_text())["timings"])
+        saved = json.loads(trace.read_text())
+        stages.append(saved["timings"])
+        sizes.append((len(saved.get("nodes", [])), len(saved.get("edges", []))))
     res.update(query_wall_s_median_cold=_median(cold), query_wall_s_max_cold=round(max(cold), 2),
                query_wall_s_median_warm=_median(warm), query_wall_s_max_warm=round(max(warm), 2),
                query_peak_rss_mb=round(max(rss_q)))
+    if sizes:
+        res.update(graph_nodes_median=_median([float(v) for v, _ in sizes]),
+                   graph_edges_median=_median([float(e) for _, e in sizes]))
     res["stage_s_median_warm"] = {k: _median([s.get(k, 0.0) for s in stages]) for k in stages[0]} if stages else {}
 
     if batch is not None:
-        wall, rss, out, _ = _run(["corpus", "add", str(folder), str(batch)], env)
-        res.update(append_s=round(wall, 1), append_peak_rss_mb=round(rss), append_result=out.strip())
+        wall, rss, out, err = _run(["corpus", "add", str(folder), str(batch)], env)
+        res.update(append_s=round(wall, 1), append_cpu_s=_cpu(err), append_peak_rss_mb=round(rss),
+                   append_result=out.strip())
         after = json.loads(subprocess.run([sys.executable, "-c", _OPEN, str(folder), queries[0]], env=env,
                                           capture_output=True, text=True, check=True, cwd=str(REPO)).stdout)
         res.update(open_after_append_s=round(after["open_s"], 3), papers_after_append=after["papers"])

@@ -596,23 +596,27 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
             return None if j is None else n_old + j
 
         edges = _read_citations(new_citations, lookup)
-        # the old store's pending lines whose ids now both exist become edges (or self-loops)
-        psrc_old = [bytes(x).decode("utf-8", "surrogatepass") for x in np.asarray(_map_one(old_path, "pending_src"))]
-        pdst_old = [bytes(x).decode("utf-8", "surrogatepass") for x in np.asarray(_map_one(old_path, "pending_dst"))]
+        # the old store's pending lines that name a new id may now have both ends (an edge, or a self-loop);
+        # only those are decoded: the others stay pending as they are (found by a vectorised membership test)
+        psrc, pdst = np.asarray(_map_one(old_path, "pending_src")), np.asarray(_map_one(old_path, "pending_dst"))
+        new_ids = _s_array(list(sink.index))
+        touched = np.isin(psrc, new_ids) | np.isin(pdst, new_ids) if psrc.size and new_ids.size else \
+            np.zeros(psrc.size, dtype=bool)
         rows, cols = array.array("q"), array.array("q")
-        still_src: list[str] = []
-        still_dst: list[str] = []
+        resolved = np.zeros(psrc.size, dtype=bool)
         resolved_loops = 0
-        for a_id, b_id in zip(psrc_old, pdst_old, strict=True):
-            u, v = lookup(a_id), lookup(b_id)
+        for k in np.flatnonzero(touched).tolist():
+            u = lookup(bytes(psrc[k]).decode("utf-8", "surrogatepass"))
+            v = lookup(bytes(pdst[k]).decode("utf-8", "surrogatepass"))
             if u is None or v is None:
-                still_src.append(a_id)
-                still_dst.append(b_id)
-            elif u == v:
+                continue
+            resolved[k] = True
+            if u == v:
                 resolved_loops += 1
             else:
                 rows.append(u)
                 cols.append(v)
+        kept_src, kept_dst = psrc[~resolved], pdst[~resolved]  # still pending, in file order (as a full build)
         new_rows = np.concatenate([np.frombuffer(rows, dtype=np.int64), edges.rows])
         new_cols = np.concatenate([np.frombuffer(cols, dtype=np.int64), edges.cols])
         old_keys = _keys(old.refs.indptr, old.refs.indices, n_old)
@@ -625,9 +629,8 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
         valid_lines = int(meta.get("valid_lines", old.n_citations)) + int(new_rows.size)
         d = dict(old.dropped_edges)
         dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + resolved_loops,
-                   "unknown_ids": len(still_src) + len(edges.pending_src),
+                   "unknown_ids": int(kept_src.size) + len(edges.pending_src),
                    "duplicates": valid_lines - int(keys.size), "malformed": d.get("malformed", 0) + edges.malformed}
-        new_ids = _s_array(list(sink.index))
         width = max(old_index._sorted.dtype.itemsize, new_ids.dtype.itemsize)
         ids = np.concatenate([np.asarray(_map_one(old_path, "ids")).astype(f"S{width}"), new_ids.astype(f"S{width}")])
         arrays = {**_id_arrays(ids),
@@ -637,8 +640,8 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
                   **{f"{k}_off": np.concatenate([np.asarray(old.papers._c.offsets[k]),  # type: ignore[attr-defined]
                                                   np.frombuffer(sink.offsets[k], dtype=np.int64)[1:]]) for k in _TEXT},
                   **_graph_arrays(keys, n),
-                  "pending_src": _s_array(still_src + edges.pending_src),
-                  "pending_dst": _s_array(still_dst + edges.pending_dst)}
+                  "pending_src": _concat_s(kept_src, _s_array(edges.pending_src)),
+                  "pending_dst": _concat_s(kept_dst, _s_array(edges.pending_dst))}
         _finish(tmp, arrays, {"name": meta.get("name"), "fingerprint": fingerprint, "n_papers": n,
                               "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped})
         new_postings = sink.postings.finish()
@@ -652,6 +655,11 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
         publish_index(merged, index_target)
     progress(f"appended {n_new:,} papers and {int(added.size):,} citations in {time.perf_counter() - start:.1f} s")
     return {"papers": n_new, "citations": int(added.size), "total_papers": n}
+
+
+def _concat_s(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = max(a.dtype.itemsize, b.dtype.itemsize, 1)
+    return np.concatenate([a.astype(f"S{width}"), b.astype(f"S{width}")])
 
 
 def _map_one(path: Path, name: str) -> np.ndarray:

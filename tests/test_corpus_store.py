@@ -86,6 +86,12 @@ def test_append_equals_a_full_build_of_the_grown_files(tmp_path, cache, monkeypa
     assert len(edges) == 8
     assert appended.dropped_edges == full.dropped_edges == parsed.dropped_edges == {
         "self_loops": 1, "unknown_ids": 2, "duplicates": 1, "malformed": 1}
+    for f in sorted(appended.store.iterdir()):  # every file of the store, by value
+        if f.suffix == ".npy":
+            assert np.array_equal(np.load(f), np.load(full.store / f.name)), f.name
+        elif f.suffix == ".bin":
+            assert f.read_bytes() == (full.store / f.name).read_bytes(), f.name
+    assert [x.decode() for x in np.load(appended.store / "pending_dst.npy")] == ["9999999", "8888888"]
     for name in ("vocab", "indptr", "docs", "tf", "doc_len"):
         assert np.array_equal(getattr(appended_index.postings, name), getattr(full_index.postings, name)), name
     for q in QUERIES:
