@@ -37,6 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 # runs ``python -m crase_core.cli ARGS`` and prints this process's peak RSS (MB) on the last stderr line
 _CHILD = """
 import resource, runpy, sys
+def hwm():  # this process's own peak RSS (ru_maxrss would carry the parent's across exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
 sys.argv = ["crase", *sys.argv[1:]]
 try:
     runpy.run_module("crase_core.cli", run_name="__main__")
@@ -44,11 +48,11 @@ finally:
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     print(f"CPU {cpu:.2f}", file=sys.stderr)
-    print(f"MAXRSS {me.ru_maxrss / 1024:.0f}", file=sys.stderr)
+    print(f"MAXRSS {hwm():.0f}", file=sys.stderr)
 """
 
 _OPEN = """
-import resource, sys, time, json
+import sys, time, json
 t0 = time.perf_counter()
 from crase_core.sources.local import LocalSource
 t1 = time.perf_counter()
@@ -57,7 +61,8 @@ t2 = time.perf_counter()
 hits = src.search(sys.argv[2], 50)
 t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "search_s": t3 - t2, "hits": len(hits),
-                  "papers": len(src.corpus), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "papers": len(src.corpus),
+                  "rss_mb": [int(x.split()[1]) / 1024 for x in open("/proc/self/status") if x.startswith("VmHWM:")][0]}))
 """
 
 
@@ -200,12 +205,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    ap.add_argument("--reuse-cache", action="store_true", help="with --keep: keep the built store (measure opens "
+                    "and queries again without rebuilding)")
     args = ap.parse_args(argv)
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="crase-large-"))
     work.mkdir(parents=True, exist_ok=True)
     folder, batch, cache = work / "corpus", work / "batch", work / "cache"
-    shutil.rmtree(cache, ignore_errors=True)
+    if not args.reuse_cache:
+        shutil.rmtree(cache, ignore_errors=True)
     results: dict[str, object] = {}
     try:
         if args.corpus is not None:

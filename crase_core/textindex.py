@@ -25,7 +25,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,12 +60,21 @@ def _remove_damaged(path: Path) -> None:
 
 
 class TermVocab(Mapping[str, int]):
-    """stem → term id over a sorted array of UTF-8 stems (binary search; nothing is loaded into a dict)."""
+    """stem → term id over a sorted array of UTF-8 stems: a lookup is a binary search (nothing is loaded at
+    open); the first full iteration (``items()``, ``dict(vocab)``) builds a dict once and uses it after."""
 
     def __init__(self, terms: np.ndarray):
         self.terms = terms
+        self._dict: dict[str, int] | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        if self._dict is None:
+            self._dict = {raw.decode("utf-8", "surrogatepass"): i for i, raw in enumerate(self.terms.tolist())}
+        return self._dict
 
     def get_id(self, term: str) -> int | None:
+        if self._dict is not None:
+            return self._dict.get(term)
         key = term.encode("utf-8", "surrogatepass")
         if not self.terms.size or len(key) > self.terms.dtype.itemsize or key.endswith(b"\x00"):
             return None
@@ -85,8 +94,13 @@ class TermVocab(Mapping[str, int]):
         return int(self.terms.size)
 
     def __iter__(self) -> Iterator[str]:
-        for raw in self.terms.tolist():
-            yield raw.decode("utf-8", "surrogatepass")
+        return iter(self.as_dict())
+
+    def keys(self) -> KeysView[str]:
+        return self.as_dict().keys()
+
+    def items(self) -> ItemsView[str, int]:
+        return self.as_dict().items()
 
 
 def _sorted_terms(terms: Iterable[str]) -> np.ndarray:
