@@ -112,6 +112,29 @@ def generate(folder: Path, n: int, refs: float, seed: int = 0, start: int = 0) -
     return lines, time.perf_counter() - t0
 
 
+def split_corpus(source: Path, folder: Path, batch: Path, share: float) -> dict[str, int]:
+    """Copy the corpus ``source`` as ``folder`` minus its last ``share`` of papers, which go to ``batch``
+    with the citation lines they start (to be appended)."""
+    from crase_core.corpus import _find, _lines
+
+    lines = [line for _, line in _lines(_find(source, "papers.jsonl")) if line.strip()]
+    cut = len(lines) - int(len(lines) * share) if share > 0 else len(lines)
+    moved = {json.loads(line)["id"] for line in lines[cut:]}
+    for d in (folder, batch):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    (folder / "papers.jsonl").write_text("".join(lines[:cut]), encoding="utf-8")
+    (batch / "papers.jsonl").write_text("".join(lines[cut:]), encoding="utf-8")
+    cites = [line for _, line in _lines(_find(source, "citations.tsv"))]
+    later = [c for c in cites if c.split("\t", 1)[0] in moved]
+    (folder / "citations.tsv").write_text("".join(c for c in cites if c.split("\t", 1)[0] not in moved),
+                                          encoding="utf-8")
+    (batch / "citations.tsv").write_text("".join(later), encoding="utf-8")
+    if share <= 0:
+        shutil.rmtree(batch)
+    return {"papers": cut, "append_papers": len(lines) - cut}
+
+
 def _run(args: list[str], env: dict[str, str], timeout: float = 3600) -> tuple[float, float, str, str]:
     """(wall s, peak RSS MB, stdout, stderr) of ``crase ARGS`` in a fresh process (stderr ends with its CPU s)."""
     t0 = time.perf_counter()
@@ -217,23 +240,23 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {}
     try:
         if args.corpus is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-            shutil.copytree(args.corpus, folder)
             results["corpus"] = str(args.corpus)
             n = None
+            if not args.reuse_cache:
+                results.update(split_corpus(args.corpus, folder, batch, args.append_share))
         else:
             n = args.papers
             if not (folder / "papers.jsonl").is_file():
                 lines, gen_s = generate(folder, n, args.refs)
                 results.update(citation_lines=lines, generate_s=round(gen_s, 1))
             results["papers"] = n
-        n_batch = int((n or 30_000) * args.append_share)
-        if n is not None and n_batch:
+        n_batch = int((n or 0) * args.append_share)
+        if n is not None and n_batch and not args.reuse_cache:
             shutil.rmtree(batch, ignore_errors=True)
             generate(batch, n_batch, args.refs, start=n)
             results["append_papers"] = n_batch
-        results.update(measure(folder, batch if n is not None and n_batch else None, cache, args.workers,
-                               args.queries))
+        has_batch = (batch / "papers.jsonl").is_file() and (n is None or n_batch > 0)
+        results.update(measure(folder, batch if has_batch else None, cache, args.workers, args.queries))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -479,13 +479,13 @@ def _map(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
             raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]}: truncated or replaced")
         stem = fname.rsplit(".", 1)[0]
         if fname.endswith(".bin"):
-            out[stem] = (np.memmap(p, dtype=np.uint8, mode="r", shape=(spec[2],)) if spec[2]
+            out[stem] = (np.asarray(np.memmap(p, dtype=np.uint8, mode="r", shape=(spec[2],))) if spec[2]
                          else np.zeros(0, dtype=np.uint8))
             continue
         a = np.load(p, mmap_mode="r", allow_pickle=False)
         if [a.dtype.str, list(a.shape)] != spec[:2]:
             raise ValueError(f"{fname} does not match meta.json")
-        out[stem] = a
+        out[stem] = np.asarray(a)  # a plain view of the mapping (np.memmap's indexing is slower)
     return out
 
 

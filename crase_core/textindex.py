@@ -252,7 +252,7 @@ def load_postings(folder: Path) -> tuple[Postings, dict[str, Any]]:
         a = np.load(path, mmap_mode="r", allow_pickle=False) if want[2] else None
         if a is None or [a.dtype.str, list(a.shape)] != want[:2]:
             raise ValueError(f"{name}.npy does not match meta.json")
-        arrays[name] = a
+        arrays[name] = np.asarray(a)  # a plain view of the mapping
     p = Postings(sum_doc_len=int(meta["sum_doc_len"]), **arrays)
     if (p.indptr.shape != (p.vocab.size + 1,) or int(p.indptr[0]) != 0 or int(p.indptr[-1]) != p.docs.size
             or p.tf.shape != p.docs.shape):
