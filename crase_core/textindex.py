@@ -135,6 +135,7 @@ class PostingsBuilder:
         self.term_ids: dict[str, int] = {}
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term, doc, tf), sorted by term, doc
         self._lens: list[np.ndarray] = []
+        self._max_tf = 0
         self.n_docs = 0
 
     def add_ids(self, token_ids: np.ndarray, lens: np.ndarray) -> None:
@@ -144,8 +145,9 @@ class PostingsBuilder:
             return
         local = np.repeat(np.arange(n, dtype=np.int64), lens)
         keys, tf = np.unique(token_ids.astype(np.int64) * n + local, return_counts=True)
+        self._max_tf = max(self._max_tf, int(tf.max(initial=0)))
         self._chunks.append(((keys // n).astype(np.int32), (keys % n + self.n_docs).astype(np.int32),
-                             tf.astype(np.int32)))
+                             tf.astype(np.uint16 if tf.max(initial=0) < 2**16 else np.int32)))
         self._lens.append(lens.astype(np.int32))
         self.n_docs += n
 
@@ -173,7 +175,7 @@ class PostingsBuilder:
         np.cumsum(df, out=indptr[1:])
         total = int(indptr[-1])
         docs = np.empty(total, dtype=np.int32)
-        tfs = np.empty(total, dtype=np.int32)
+        tfs = np.empty(total, dtype=np.uint16 if self._max_tf < 2**16 else np.int32)  # 12 B a posting at most
         fill = indptr[:-1].copy()
         while self._chunks:
             t, d, f = self._chunks.pop(0)  # free each chunk as it is placed
@@ -191,7 +193,7 @@ class PostingsBuilder:
 
 
 def _compact_tf(tf: np.ndarray) -> np.ndarray:
-    return tf.astype(np.uint16) if not tf.size or int(tf.max()) < 2**16 else tf.astype(np.int32)
+    return tf.astype(np.uint16, copy=False) if not tf.size or int(tf.max()) < 2**16 else tf.astype(np.int32, copy=False)
 
 
 def append_postings(old: Postings, new: Postings) -> Postings:
