@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import mmap
-import multiprocessing
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import bm25s
@@ -169,22 +171,25 @@ def test_a_changed_file_is_seen_even_with_the_stat_memo(tmp_path, cache):
     assert len(b) == 7 and b.fingerprint != a.fingerprint and b.fingerprint == load_corpus(folder).fingerprint
 
 
-def _build_in_child(folder: str, cache: str) -> tuple[str, int]:
-    import os
+_CHILD = """
+import sys
+from crase_core.sources.local import LocalSource
 
-    os.environ["CRASE_CACHE_DIR"] = cache
-    from crase_core.sources.local import LocalSource
-
-    src = LocalSource.open(folder)
-    return src.corpus.fingerprint, len(src.search("black hole", 10))
+src = LocalSource.open(sys.argv[1])
+print(src.corpus.fingerprint, len(src.search("black hole", 10)))
+"""
 
 
 def test_concurrent_first_builds_publish_one_store(tmp_path):
     folder = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "shared-cache"
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.starmap(_build_in_child, [(str(folder), str(cache))] * 4)
-    assert len(set(results)) == 1 and results[0][1] == 4
+    env = {**os.environ, "CRASE_CACHE_DIR": str(cache), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(folder)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err[-500:] for _, err in outs]
+    results = {out.strip() for out, _ in outs}
+    assert len(results) == 1 and results.pop().endswith(" 4")
     assert len(list((cache / "corpus").iterdir())) == 1 and len(list((cache / "index").iterdir())) == 1
     assert [p for p in cache.rglob("*") if p.name.endswith(".tmp")] == []
     store = next((cache / "corpus").iterdir())
