@@ -75,16 +75,28 @@ def _no_progress(_: str) -> None:
 class IdIndex(Mapping[str, int]):
     """paper id → position, by binary search over the sorted ids (memory-mapped)."""
 
+    _CACHED = 200_000  # lookups remembered (a query asks for the same few thousand ids again and again)
+
     def __init__(self, ids_sorted: np.ndarray, order: np.ndarray):
         self._sorted = ids_sorted
         self._order = order
+        self._seen: dict[str, int | None] = {}
 
     def get_pos(self, key: str) -> int | None:
+        try:
+            return self._seen[key]
+        except KeyError:
+            pass
         b = key.encode("utf-8", "surrogatepass")
-        if not self._sorted.size or len(b) > self._sorted.dtype.itemsize or b.endswith(b"\x00"):
-            return None
-        j = int(np.searchsorted(self._sorted, b))
-        return int(self._order[j]) if j < self._sorted.size and self._sorted[j] == b else None
+        pos: int | None = None
+        if self._sorted.size and len(b) <= self._sorted.dtype.itemsize and not b.endswith(b"\x00"):
+            j = int(np.searchsorted(self._sorted, b))
+            if j < self._sorted.size and self._sorted[j:j + 1].tolist() == [b]:
+                pos = int(self._order[j:j + 1].tolist()[0])
+        if len(self._seen) >= self._CACHED:
+            self._seen.clear()
+        self._seen[key] = pos
+        return pos
 
     def get(self, key: str, default: Any = None) -> Any:
         i = self.get_pos(key) if isinstance(key, str) else None
@@ -116,20 +128,39 @@ class _Columns:
     month: np.ndarray
 
     def text_of(self, name: str, i: int) -> str:
-        off = self.offsets[name]
-        return bytes(self.text[name][int(off[i]):int(off[i + 1])]).decode("utf-8", "surrogatepass")
+        lo, hi = self.offsets[name][i:i + 2].tolist()
+        return self.text[name][lo:hi].tobytes().decode("utf-8", "surrogatepass")
 
 
 class StorePapers(Sequence[Paper]):
     """The corpus's papers, each built from the mapped columns when it is asked for."""
 
+    _CACHED = 50_000  # papers kept once built (a query touches a few thousand, again and again)
+
     def __init__(self, columns: _Columns):
         self._c = columns
+        self._cache: dict[int, Paper] = {}
 
     def __len__(self) -> int:
         return int(self._c.ids.size)
 
+    def id_of(self, i: int) -> str:
+        """The id of paper ``i`` (without building the paper)."""
+        return bytes(self._c.ids[i]).decode("utf-8", "surrogatepass")
+
+    def ids_of(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The ids of the papers at ``positions``, in order (without building the papers)."""
+        return [b.decode("utf-8", "surrogatepass") for b in self._c.ids[np.asarray(positions, dtype=np.int64)].tolist()]
+
     def _paper(self, i: int) -> Paper:
+        p = self._cache.get(i)
+        if p is None:
+            if len(self._cache) >= self._CACHED:
+                self._cache.clear()
+            p = self._cache[i] = self._build(i)
+        return p
+
+    def _build(self, i: int) -> Paper:
         c = self._c
         authors, venue, url, external = json.loads(c.text_of("extra", i))
         year = int(c.year[i])

@@ -84,7 +84,8 @@ class LocalSource:
         if hits.size > limit:
             hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
         # best score first; ties broken by id for determinism
-        order = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self.corpus.papers[i].id))
+        ids = dict(zip(hits.tolist(), self._ids(hits), strict=True))
+        order = sorted(ids, key=lambda i: (-float(scores[i]), ids[i]))
         return [ScoredPaper(self.corpus.papers[i], float(scores[i])) for i in order]
 
     def _neighbors(self, paper_id: str, matrix) -> NeighborList:
@@ -93,8 +94,14 @@ class LocalSource:
             return NeighborList(ids=[], total=0)
         cols = matrix.indices[matrix.indptr[i] : matrix.indptr[i + 1]]
         cols = cols[self.visible[cols]]
-        ids = sorted(self.corpus.papers[j].id for j in cols)
+        ids = sorted(self._ids(cols))
         return NeighborList(ids=ids, total=len(ids))
+
+    def _ids(self, positions: np.ndarray) -> list[str]:
+        """Ids of the papers at ``positions`` (a mapped corpus reads them without building the papers)."""
+        papers = self.corpus.papers
+        ids_of = getattr(papers, "ids_of", None)
+        return ids_of(positions) if ids_of is not None else [papers[int(j)].id for j in positions]
 
     def references(self, paper_id: str) -> NeighborList:
         return self._neighbors(paper_id, self.corpus.refs)
@@ -123,5 +130,5 @@ class LocalSource:
         if idx.size == 0:
             return []
         sub = self.corpus.refs[idx][:, idx].tocoo()
-        papers = self.corpus.papers
-        return sorted((papers[idx[r]].id, papers[idx[c]].id) for r, c in zip(sub.row, sub.col, strict=True))
+        names = self._ids(idx)
+        return sorted((names[r], names[c]) for r, c in zip(sub.row.tolist(), sub.col.tolist(), strict=True))
