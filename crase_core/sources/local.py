@@ -60,8 +60,11 @@ class LocalSource:
         self.visible = visible
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str] | None = None) -> LocalSource:
-        corpus = open_corpus(directory)
+    def open(cls, directory: str | os.PathLike[str] | None = None, *, workers: int = 1,
+             progress: Callable[[str], None] | None = None) -> LocalSource:
+        """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
+        apply when its store must be built first)."""
+        corpus = open_corpus(directory, workers=workers, progress=progress)
         return cls(corpus, TextIndex.for_corpus(corpus))
 
     def describe(self) -> str:
