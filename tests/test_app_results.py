@@ -58,8 +58,9 @@ def test_cards_and_honest_numbers(app_env):
 
     assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
     share = trace.results[0].score / sum(trace.ranking.scores.values())
+    assert trace.ranking.ranker == "salsa"  # the default's ranker: its scores are put as a share of their total
     assert score_sentence(trace, trace.results[0]).startswith(
-        f"{share:.1%} of the random walk's time — {share * len(trace.ranking.scores):.1f}× the average of the "
+        f"{share:.1%} of the total salsa score — {share * len(trace.ranking.scores):.1f}× the average of the "
         f"{len(trace.ranking.scores)} papers")
     assert sum(e.label == "Abstract" for e in at.expander) == len(trace.results)
     # the progress board started with opening the corpus
