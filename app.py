@@ -1,6 +1,6 @@
 """Crase Explorer — the Streamlit front end. Run: ``streamlit run app.py``.
 
-This file is the router (pages are discovered from ``pages/[0-9]*.py``) and the
+This file is the router (pages are discovered from ``app_pages/[0-9]*.py``) and the
 Search page. The UI only presents :mod:`crase_core`: queries run through
 ``runtime.build_engine`` + ``pipeline.run_query``; everything shown afterwards
 comes from the run's trace.
@@ -16,28 +16,31 @@ from pathlib import Path
 
 import streamlit as st
 
-from crase_core import export
-from crase_core.cost_report import budget_parts, unit, uses_model
-from crase_core.errors import CraseError
-from crase_core.html_export import to_html
-from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
-from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
-from crase_core.score_words import restart_words, score_sentence
-from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
-from pages._display import authors_line, load_demo_queries, md_escape
-from pages._settings_form import choices_json, operator_settings, runtime_form, settings_form
-from pages._shared import (
+from crase_app.display import authors_line, load_demo_queries, md_escape
+from crase_app.settings_form import choices_json, operator_settings, runtime_form, settings_form
+from crase_app.shared import (
     current_trace,
     downloads,
     get_engine,
     guarded,
     open_trace,
     page_header,
+    prefetch_engine,
     run_caption,
     run_store,
     trace_notice,
     trace_problem,
 )
+from crase_core import export
+from crase_core.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
+from crase_core.errors import CraseError
+from crase_core.html_export import to_html
+from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
+from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
+from crase_core.score_words import restart_words, score_sentence
+from crase_core.settings import PipelineSettings
+from crase_core.stages.budget import describe_budget
+from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 
 log = logging.getLogger("crase.app")
 ROOT = Path(__file__).resolve().parent
@@ -55,11 +58,27 @@ PAGE_ICONS = {"evidence": ":material/hub:", "seeds": ":material/spa:", "ranking"
 
 
 def budget_text(b, model: bool) -> str:
-    """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations."""
+    """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations;
+    with a model, also the per-query model budget line (``describe_budget``: the limit, what the model is
+    asked, estimated tokens and time)."""
     left = "new calls" if model else "to compute"
     note = "" if model else " The offline backend runs no model: these are lexical scoring operations."
-    return (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
+    text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
             f"cached → {b.to_call:,} {left}**.{note}")
+    if model:
+        line = describe_budget(b)
+        text += "  \n" + md_escape(line[:1].upper() + line[1:]) + "."
+    return text
+
+
+def model_limit_note(settings: PipelineSettings) -> str:
+    """Before any run, with a model backend chosen: what one query may spend (the settings' model budget)."""
+    limits = " and ".join(x for x in (f"{settings.llm_budget:,} model calls" if settings.llm_budget else "",
+                                      f"{settings.llm_token_budget:,} tokens" if settings.llm_token_budget else "")
+                          if x)
+    head = (f"Model budget per query: at most {limits}; the offline components decide whatever the model is not "
+            "asked about." if limits else "Model budget per query: no limit (every uncached item goes to the model).")
+    return head + " **Estimate budget** counts this query's model items, tokens and time before anything is sent."
 
 
 BOARD_STAGES = ("open", *STAGES)
@@ -123,7 +142,11 @@ def result_link(paper) -> str:
     return f"[{md_escape(label)}]({url})"
 
 
+FIRST_RESULTS = 20  # result cards drawn at first (each is ~10 page elements); "Show all" draws the rest
+
+
 def ranked_list(trace) -> None:
+    """The result cards, best first: the first :data:`FIRST_RESULTS`, then all on request."""
     papers = {n.paper.id: n.paper for n in trace.nodes}
     if not trace.results:
         st.warning("No papers to show for this query.")
@@ -137,7 +160,9 @@ def ranked_list(trace) -> None:
         if hide:
             results = [r for r in results if not r.in_library]
     restart = restart_words(trace)
-    for r in results:
+    shown_key = f"results_shown_{trace.run_id}"
+    shown = st.session_state.get(shown_key, FIRST_RESULTS)
+    for r in results[:shown]:
         p = papers[r.paper_id]
         with st.container(border=True):
             left, right = st.columns([8, 1.3])
@@ -158,6 +183,10 @@ def ranked_list(trace) -> None:
             if right.button("Inspect", key=f"inspect_{r.paper_id}", width="stretch"):
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
                 st.switch_page(graph_page)
+    if len(results) > shown:
+        st.button(f"Show all {len(results)} papers", key="results_show_all", icon=":material/expand_more:",
+                  on_click=lambda: st.session_state.update({shown_key: len(results)}),
+                  help=f"The first {shown} are shown; the downloads hold the whole list.")
 
 
 def coverage_notice(coverage) -> None:
@@ -219,7 +248,7 @@ def library_input() -> ParsedLibrary | None:
             st.error(f"Your library: {e}", icon=":material/error:")
             return None
         if parsed.entries or parsed.unreadable:
-            st.caption(f"{len(parsed.entries):,} papers read" + (
+            st.caption(f"{len(parsed.entries):,} {'paper' if len(parsed.entries) == 1 else 'papers'} read" + (
                 f"; skipped {len(parsed.unreadable):,}: {md_escape('; '.join(parsed.unreadable[:5]))}"
                 + ("…" if len(parsed.unreadable) > 5 else "") if parsed.unreadable else ""))
     return parsed if parsed.entries else None
@@ -268,7 +297,14 @@ def search_page() -> None:
     autorun = st.session_state.pop("autorun", False)
     if settings is None:
         return
+    if choices.get("backend") not in OFFLINE_BACKENDS:
+        st.caption(model_limit_note(settings), help="Set in **Run settings** "  # our text and numbers only
+                   "(Model budget: calls, tokens); docs/llm_backend.md explains the cascade.")
     engine_key = choices_json(choices)
+    if choices.get("source") == "local" and choices.get("backend") in OFFLINE_BACKENDS:
+        # only what reads local files: a model endpoint or a web API is contacted when the visitor runs, not
+        # while they try choices out (each open would probe it, with the operator's key)
+        prefetch_engine(engine_key)
     clicked = time.perf_counter()
     if estimate or go or autorun:
         try:
@@ -327,8 +363,8 @@ def search_page() -> None:
         if trace is not None:
             save_and_open(trace)
             opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
-            if opened is not None:
-                st.session_state.setdefault("elapsed", {})[opened.run_id] = board.elapsed
+            if opened is not None:  # the time the status line says (click → results), not counting the save
+                st.session_state.setdefault("elapsed", {})[opened.run_id] = elapsed
     trace = st.session_state.get("trace")
     if trace is None or trace_problem(trace) is not None:
         if trace is not None:
@@ -340,10 +376,14 @@ def search_page() -> None:
     run_caption(trace)
     coverage_notice(trace.coverage)
     run_summary(trace)
-    with st.expander("Download", expanded=False):
-        downloads(trace, key="search")
-    html_share(trace)
+    # the cards are sent first and the exports (a GraphML of a 700-paper run takes a second) afterwards,
+    # into these slots above the cards, so that the first result shows without waiting for them
+    download_slot, share_slot = st.container(), st.container()
     ranked_list(trace)
+    with download_slot, st.expander("Download", expanded=False):
+        downloads(trace, key="search")
+    with share_slot:
+        html_share(trace)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Writing the HTML file…")
@@ -370,7 +410,7 @@ def html_share(trace) -> None:
 
 def _discover_pages() -> list:
     pages = [st.Page(search_page, title="Search", icon=":material/search:", default=True, url_path="search")]
-    for path in sorted((ROOT / "pages").glob("[0-9]*.py")):
+    for path in sorted((ROOT / "app_pages").glob("[0-9]*.py")):
         title = re.sub(r"^\d+_", "", path.stem).replace("_", " ")
         icon = next((v for k, v in PAGE_ICONS.items() if k in title.lower()), ":material/description:")
         pages.append(st.Page(str(path.relative_to(ROOT)), title=title, icon=icon))

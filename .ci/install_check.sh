@@ -6,7 +6,7 @@
 #   1. checks that every shipped resource (prompts, hep-th corpus, SciFact pairs, UI assets) resolves inside
 #      the installed package and loads;
 #   2. runs `crase query "noncommutative solitons" --k 5` and checks its ranked list;
-#   3. starts `streamlit run app.py` on a free port from a copy of the app side only (app.py + pages/, no
+#   3. starts `streamlit run app.py` on a free port from a copy of the app side only (app.py + app_pages/ + crase_app/, no
 #      crase_core/, prompts/ or assets/ next to it: `streamlit run` puts the script's folder first on sys.path,
 #      so a checkout's crase_core would shadow the installed one), checks /_stcore/health, the app page, a
 #      full run of app.py (/_stcore/script-health-check) and the graph component's files, then stops it.
@@ -83,7 +83,7 @@ sed -n '/^1\. /p' "$tmp/query.txt" | sed 's/^/  /'
 
 # --- 3. the Streamlit app ---------------------------------------------------------------------------------------
 cp "$checkout/app.py" "$tmp/app/"
-(cd "$checkout" && tar --exclude=__pycache__ -cf - pages) | tar -C "$tmp/app" -xf -
+(cd "$checkout" && tar --exclude=__pycache__ -cf - app_pages crase_app) | tar -C "$tmp/app" -xf -
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 step "streamlit run $tmp/app/app.py on port $port"
 "$tmp/venv/bin/streamlit" run "$tmp/app/app.py" --server.headless true --server.port "$port" \
@@ -101,8 +101,8 @@ curl -fsS "$url/" | grep -q '<div id="root">' || fail "the app page did not resp
 # runs app.py (imports every page helper, the Search page with its demo queries) in a server-side session
 health=$(curl -sS --max-time 120 "$url/_stcore/script-health-check" || true)
 [ "$health" = ok ] || { cat "$tmp/streamlit.log"; fail "app.py did not run: $health"; }
-# the graph component (declared by pages/_shared.py) is served from the installed package
-curl -fsS "$url/component/pages._shared.crase_graph/index.html" | grep -q 'main.js' || fail "graph component index.html"
-curl -fsS -o /dev/null "$url/component/pages._shared.crase_graph/vis-network.min.js" || fail "graph component vis-network"
+# the graph component (declared by crase_app/shared.py) is served from the installed package
+curl -fsS "$url/component/crase_app.shared.crase_graph/index.html" | grep -q 'main.js' || fail "graph component index.html"
+curl -fsS -o /dev/null "$url/component/crase_app.shared.crase_graph/vis-network.min.js" || fail "graph component vis-network"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 step "install check passed in $(( $(date +%s) - start )) s"

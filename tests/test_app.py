@@ -10,10 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not part of the installed package
     sys.path.append(str(ROOT))
 
-from pages._display import md_escape  # noqa: E402
+from crase_app.display import md_escape  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -102,7 +102,7 @@ def test_pages_after_a_run(app_env):
     trace = at.session_state["trace"]
     edge = next(e for e in trace.edges if e.kept)
 
-    at.switch_page("pages/1_Evidence_graph.py").run()
+    at.switch_page("app_pages/1_Evidence_graph.py").run()
     assert not at.exception and not at.error
     assert any("Click an edge or a paper" in i.value for i in at.info)
     at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}
@@ -117,7 +117,7 @@ def test_pages_after_a_run(app_env):
     assert any(m.value.startswith("##### &lt;script&gt;") for m in at.markdown)
     assert any("Seed fate" in m.value for m in at.markdown)
 
-    at.switch_page("pages/2_Seeds.py").run()
+    at.switch_page("app_pages/2_Seeds.py").run()
     assert not at.exception and not at.error
     kept = sum(s.fate == "kept" for s in trace.seeds)
     pruned = sum(s.fate == "pruned" for s in trace.seeds)
@@ -135,7 +135,7 @@ def test_pages_after_a_run(app_env):
             next(h.relevance_rank for h in sqr.hits if h.paper_id == pid) for pid in sqr.seed_ids]
     assert any(m.value.startswith(f"**Summary:** {kept} seeds retained (✓), {pruned} pruned (✗)") for m in at.markdown)
 
-    at.switch_page("pages/3_Ranking.py").run()
+    at.switch_page("app_pages/3_Ranking.py").run()
     assert not at.exception and not at.error
     own = trace.ranking.ranker.upper()  # the default's ranker: SALSA (docs/benchmarks.md)
     assert own == "SALSA"
@@ -150,7 +150,7 @@ def test_pages_after_a_run(app_env):
     for pid, score in zip(scores["id"], scores[f"{own} score"], strict=True):
         assert score == pytest.approx(trace.ranking.scores[pid], abs=1e-9)
 
-    at.switch_page("pages/5_Runs.py").run()
+    at.switch_page("app_pages/5_Runs.py").run()
     assert not at.exception and not at.error
     assert any("Saved runs (1)" in m.value for m in at.markdown)
     runs = at.dataframe[0].value
@@ -167,11 +167,11 @@ def test_audit_verdicts_persist(app_env):
     trace = at.session_state["trace"]
     edge = next(e for e in trace.edges if not e.kept)
     at.text_input(key="auditor_input").input("Ana")
-    at.switch_page("pages/1_Evidence_graph.py")
+    at.switch_page("app_pages/1_Evidence_graph.py")
     at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}
     at.run()
-    at.radio[-1].set_value("disagree")
-    at.text_input[-1].input("the citing paper does use this result")
+    next(r for r in at.radio if r.label.startswith("The pipeline's decision")).set_value("disagree")
+    next(t for t in at.text_input if t.label == "Note (optional)").input("the citing paper does use this result")
     next(b for b in at.button if b.label == "Record verdict").click()
     at.run()
     assert not at.exception
@@ -181,9 +181,9 @@ def test_audit_verdicts_persist(app_env):
     vs = AuditStore(app_env / "audit.sqlite").verdicts(trace.run_id)
     assert [(v.citing, v.cited, v.auditor, v.verdict, v.pipeline_kept) for v in vs] == [
         (edge.citing, edge.cited, "Ana", "disagree", False)]
-    at.switch_page("pages/4_Audit.py").run()
+    at.switch_page("app_pages/4_Audit.py").run()
     assert not at.exception and not at.error
-    queue = at.dataframe[0].value
+    queue = next(d.value for d in at.dataframe if "done" in d.value.columns)  # the audit queue
     judged = queue["done"] == "✓"
     assert set(queue.loc[~judged, "decision"]) == {"hidden"}  # blind by default: undecided edges hide the decision
     metrics = {m.label: m.value for m in at.metric}

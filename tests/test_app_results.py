@@ -53,8 +53,8 @@ def test_cards_and_honest_numbers(app_env):
     # every card explains its score in words and has its abstract one click away
     scores = [c.value for c in at.caption if c.value.startswith("Score: ")]
     assert len(scores) == len(trace.results)
+    from crase_app.display import md_escape
     from crase_core.score_words import score_sentence
-    from pages._display import md_escape
 
     assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
     share = trace.results[0].score / sum(trace.ranking.scores.values())
@@ -96,14 +96,14 @@ def test_library_seeds_and_marks(app_env):
         ("h003", "h003", True), ("arXiv:hep-th/9999999", None, False)]
     marked = [m.value for m in at.markdown if "already in your library" in m.value]
     assert len(marked) == sum(r.in_library for r in trace.results) == 1
-    from pages._display import md_escape
+    from crase_app.display import md_escape
 
     assert any(md_escape("not in this source (arXiv:hep-th/9999999)") in w.value for w in at.warning)
     hide = next(t for t in at.toggle if t.key == "hide_library")
     hide.set_value(True)
     at.run()
     assert len([c for c in at.caption if c.value.startswith("Score: ")]) == len(trace.results) - 1
-    at.switch_page("pages/2_Seeds.py").run()
+    at.switch_page("app_pages/2_Seeds.py").run()
     assert not at.exception and not at.error
     assert {m.label: m.value for m in at.metric}["from your library"] == "1"
     table = at.dataframe[-1].value
@@ -125,7 +125,11 @@ def test_weak_match_notice_and_links_on_the_embedded_corpus(tmp_path, monkeypatc
     assert len(weak) == 1
     # cards link to arXiv, built from the validated id
     links = [m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]
-    assert len(links) == len(at.session_state["trace"].results)
+    n = len(at.session_state["trace"].results)
+    assert n == 50 and len(links) == 20  # the first 20 cards, then all on request
+    at = _click(at, "Show all 50 papers")
+    assert len([m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]) == n
+    assert not [b for b in at.button if b.label.startswith("Show all")]
     st.cache_resource.clear()
 
 
@@ -137,3 +141,76 @@ def test_html_share_is_made_on_request(app_env):
     assert [b for b in at.get("download_button") if b.proto.label == "Share as one HTML file (opens offline)"]
     assert not [b for b in at.button if b.label == "Prepare a shareable HTML file"]  # replaced by the download
     assert at.session_state["html_ready"] == at.session_state["trace"].run_id
+
+
+def test_model_backend_shows_the_model_budget_before_the_run(app_env, monkeypatch):
+    """With the openai backend chosen: the per-query model limit under the buttons before anything runs, and the
+    estimate's budget line (describe_budget: limit, items, tokens, time); the offline backend shows neither."""
+    from model_server import ModelServer
+
+    from crase_app.display import md_escape
+    from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET
+
+    server = ModelServer("good")
+    try:
+        monkeypatch.setenv("CRASE_BASE_URL", server.base_url)
+        monkeypatch.setenv("CRASE_MODEL", "test-model")
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+        assert not [c for c in at.caption if c.value.startswith("Model budget per query")]
+        at.selectbox(key="rt_backend").set_value("openai").run()
+        assert not at.exception
+        limit = (f"Model budget per query: at most {DEFAULT_LLM_BUDGET:,} model calls and "
+                 f"{DEFAULT_LLM_TOKEN_BUDGET:,} tokens")
+        assert [c.value for c in at.caption if c.value.startswith("Model budget per query")][0].startswith(limit)
+        at.text_area(key="query_text").input(QUERY)
+        at = _click(at, "Estimate budget")
+        assert not at.exception and not at.error
+        infos = [i.value for i in at.info if i.value.startswith("**Budget: ")]
+        assert len(infos) == 1
+        first, line = infos[0].split("  \n")
+        assert "model calls" in first and "scoring operations" not in first
+        assert line.startswith(md_escape(f"Model budget: {DEFAULT_LLM_BUDGET:,} calls and {DEFAULT_LLM_TOKEN_BUDGET:,} "
+                                         "tokens; 1 + |V| + |E| = "))
+        assert md_escape("the model is asked ≤") in line and "estimated" in line and "prompt/completion tokens" in line
+        assert server.requests <= 1  # the estimate asks at most for the plan
+        at.selectbox(key="rt_backend").set_value("offline").run()
+        assert not [c for c in at.caption if c.value.startswith("Model budget per query")]
+    finally:
+        server.stop()
+
+
+def test_audit_statistics_split_by_scorer(app_env):
+    """The Audit page shows the Table 5 measures per scorer, equal to summarize_by_scorer over the verdicts."""
+    import copy
+
+    from crase_core.audit import AuditStore, summarize_by_scorer
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at = _search(at, QUERY)
+    trace = copy.deepcopy(at.session_state["trace"])
+    kept = [e for e in trace.edges if e.kept]
+    pruned = [e for e in trace.edges if not e.kept]
+    assert len(kept) >= 2 and pruned
+    for e in trace.edges:  # a mixed run: the model scored the first two kept edges, the rest offline
+        object.__setattr__(e, "scorer", "offline")
+    for e in kept[:2]:
+        object.__setattr__(e, "scorer", "model")
+    at.session_state["trace"] = trace
+    store = AuditStore(app_env / "audit.sqlite")
+    store.record(trace.run_id, kept[0].citing, kept[0].cited, "Ana", "agree", True, "")
+    store.record(trace.run_id, kept[1].citing, kept[1].cited, "Ana", "disagree", True, "")
+    store.record(trace.run_id, kept[2 % len(kept)].citing, kept[2 % len(kept)].cited, "Ana", "agree", True, "")
+    store.record(trace.run_id, pruned[0].citing, pruned[0].cited, "Ana", "agree", False, "")
+    at.switch_page("app_pages/4_Audit.py").run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "scored by" in d.value.columns)
+    expected = summarize_by_scorer(store.verdicts(trace.run_id),
+                                   {(trace.run_id, e.citing, e.cited): e.scorer for e in trace.edges})
+    assert list(expected) == ["model", "offline"]
+    assert table["scored by"].tolist() == ["the model", "offline (lexical fallback)"]
+    model = table.set_index("scored by").loc["the model"]
+    assert (model["verdicts"], model["agreement"], model["retained-edge precision"]) == (2, "50.0%", "50.0%")
+    assert model["pruned-edge correctness"] == "–"
+    offline = table.set_index("scored by").loc["offline (lexical fallback)"]
+    n_off = expected["offline"].verdicts
+    assert offline["verdicts"] == n_off and offline["pruned-edge correctness"] == "100.0%"

@@ -1,4 +1,4 @@
-"""Non-Streamlit helpers of the app (pages/_display, _graph_view), the run store and re-ranking."""
+"""Non-Streamlit helpers of the app (crase_app.display, crase_app.graph_view), the run store and re-ranking."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from crase_core.rerank import rerank, rerank_all
 from crase_core.runs import RunStore, content_id, outcome_key, runs_dir, with_content_id
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not part of the installed package
     sys.path.append(str(ROOT))
 
+from crase_app import display as D  # noqa: E402
+from crase_app import graph_view as G  # noqa: E402
 from crase_core.pipeline import estimate_budget as probe_budget  # noqa: E402
-from pages import _display as D  # noqa: E402
-from pages import _graph_view as G  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -211,7 +211,7 @@ def test_tex_markdown_typesets_safe_math_and_escapes_the_rest():
 
 def test_claims_markdown_has_every_claim_in_full_and_no_html(budget_then_trace):
     _, trace = budget_then_trace
-    from pages._shared import claims_markdown
+    from crase_app.shared import claims_markdown
 
     pid = max(trace.claims, key=lambda p: len(trace.claims[p].claims))
     cs = trace.claims[pid]
@@ -299,7 +299,7 @@ def _inspector_app(trace, citing, cited):
     import sys
 
     sys.path.insert(0, ".")
-    from pages._shared import edge_inspector
+    from crase_app.shared import edge_inspector
 
     edge_inspector(trace, citing, cited, audit=False)
 
@@ -324,3 +324,55 @@ def test_edge_inspector_renders_scorer_badge_claims_in_full_and_escapes(budget_t
         for c in t.claims[pid].claims:
             assert any(D.tex_markdown(c.text, in_table=True) in v for v in md), c.text
     assert not any("<script" in v for v in md)  # the hostile title h001 is escaped everywhere
+
+
+def _node_inspector_app(trace, pid):
+    import sys
+
+    sys.path.insert(0, ".")
+    from crase_app.shared import node_inspector
+
+    node_inspector(trace, pid)
+
+
+def test_library_papers_marked_on_graph_legend_tooltip_and_inspector(budget_then_trace):
+    """Papers the user already has: thick green border (``mine``), a legend row, a tooltip line, an inspector badge;
+    no mark, no legend row when the run has none."""
+    import copy
+
+    from streamlit.testing.v1 import AppTest
+
+    _, trace = budget_then_trace
+    view = G.graph_view(trace, "everything", show_pruned=True)
+    plain = G.vis_network_data(trace, view)
+    assert not any(n["mine"] for n in plain["nodes"])
+    assert all(i["kind"] != "mine" for i in G.legend_items(trace, view))
+    t = copy.deepcopy(trace)
+    mine = {"h002", "h003"}
+    for n in t.nodes:
+        n.in_library = n.paper.id in mine
+    data = G.vis_network_data(t, view)
+    by_id = {n["id"]: n for n in data["nodes"]}
+    assert {pid for pid, n in by_id.items() if n["mine"]} == mine
+    for pid, n in by_id.items():
+        role_colour = D.ROLE_COLOURS[D.node_role(t.node(pid))]
+        if pid in mine:
+            assert n["color"]["background"] == role_colour and n["color"]["border"] == G.LIBRARY_BORDER
+            assert n["borderWidth"] > 1 and n["tip"].splitlines()[-2] == G.LIBRARY_LABEL
+        else:
+            assert n["color"] == role_colour and "borderWidth" not in n and G.LIBRARY_LABEL not in n["tip"]
+    legend = G.legend_items(t, view)
+    assert {"kind": "mine", "colour": G.LIBRARY_BORDER, "text": G.LIBRARY_LABEL} in legend
+    # a seed that came only from the library (origin sub-query index -1) says so, not "sub-query 0"
+    seed = next(x for x in t.seeds if x.paper_id == "h003")
+    for o in seed.origins:
+        o.subquery_index = -1
+    tip = G.node_tooltip(t.node("h003"), G.seed_subqueries(t)["h003"])
+    assert "(your library)" in tip.splitlines()[2] and "sub-quer" not in tip
+    assert G.node_groups(t, ["h003"], [])["h003"] == G.LIBRARY_GROUP
+    for pid, expected in (("h003", True), ("h001", False)):
+        at = AppTest.from_function(_node_inspector_app, args=(t, pid), default_timeout=60)
+        at.run()
+        assert not at.exception
+        badges = [m.value for m in at.markdown if "already in your library" in m.value]
+        assert badges == ([":green-badge[:material/bookmark: already in your library]"] if expected else [])

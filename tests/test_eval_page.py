@@ -8,13 +8,13 @@ import pytest
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "7_Benchmark.py")
+PAGE = str(ROOT / "app_pages" / "7_Benchmark.py")
 
 
 def _run(monkeypatch, folder: Path):
     monkeypatch.setenv("CRASE_EVAL_DIR", str(folder))
     monkeypatch.chdir(ROOT)
-    monkeypatch.syspath_prepend(str(ROOT))  # the page imports pages._shared
+    monkeypatch.syspath_prepend(str(ROOT))  # the page imports crase_app.shared
     at = st_testing.AppTest.from_file(PAGE, default_timeout=60)
     at.run()
     assert not at.exception

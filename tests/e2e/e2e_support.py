@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the app side (crase_app/) is not part of the installed package
+    sys.path.append(str(ROOT))
 CHROMIUM = os.environ.get("CRASE_CHROMIUM", "/usr/bin/chromium")
 REQUIRE = os.environ.get("CRASE_REQUIRE_BROWSER") == "1"
 SHOTS = Path(os.environ.get("CRASE_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))

@@ -20,7 +20,7 @@ from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
 
 skip_without_browser()
 
-from playwright.sync_api import Frame, Page  # noqa: E402
+from playwright.sync_api import Frame, Page, expect  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -150,3 +150,109 @@ def test_search_graph_click_inspector_and_escaping(page: Page, app_server):
     assert page.evaluate("() => document.querySelectorAll('a[href^=\"javascript\"]').length") == 0
     assert frame.evaluate("() => document.querySelectorAll('a[href^=\"javascript\"]').length") == 0
     page.screenshot(path=str(SHOTS / "04_node_inspector.png"), full_page=True)
+
+
+# the sidebar's page names, without the icons' ligature text
+NAV_NAMES_JS = """() => [...document.querySelectorAll("[data-testid='stSidebarNav'] a")].map(a => {
+  const c = a.cloneNode(true);
+  c.querySelectorAll("[data-testid='stIconMaterial']").forEach(i => i.remove());
+  return c.textContent.replace(/\\s+/g, ' ').trim();
+})"""
+PAGE_TITLES = ["Search", "Evidence graph", "Seeds", "Ranking", "Audit", "Runs", "Benchmark"]
+
+
+def test_sidebar_lists_only_the_real_pages(app_server, chromium):
+    """Opened by URL (a page other than Search), the sidebar names the pages and no helper module."""
+    url, _ = app_server
+    pg = chromium.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        seen: list[list[str]] = []
+        pg.goto(url + "/Evidence_graph")
+        pg.locator("[data-testid='stSidebarNav'] a").first.wait_for(timeout=30_000)
+        for _ in range(6):  # while the page settles too: no helper ever shows up
+            seen.append(pg.evaluate(NAV_NAMES_JS))
+            pg.wait_for_timeout(250)
+        pg.get_by_text("No run is open yet", exact=False).first.wait_for(timeout=30_000)
+        seen.append(pg.evaluate(NAV_NAMES_JS))
+        for names in seen:
+            assert names == PAGE_TITLES, names
+        pg.screenshot(path=str(SHOTS / "05_page_by_url_sidebar.png"))
+    finally:
+        pg.close()
+
+
+def test_library_papers_marked_on_graph_and_in_inspector(app_server, chromium):
+    """A paper given as the user's own is marked in the results, on its graph node (green border, legend row,
+    tooltip line) and in the node inspector; other papers are not."""
+    url, runs_dir = app_server
+    pg = chromium.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        pg.goto(url)
+        pg.get_by_label("Your literature-search question").fill(QUERY)
+        pg.get_by_text("Start from what you know", exact=False).first.click(timeout=30_000)
+        pg.get_by_label("arXiv ids or DOIs").fill("h003")
+        pg.get_by_label("arXiv ids or DOIs").press("Tab")  # commits the text (and the query's, before it)
+        pg.get_by_text("1 paper read", exact=False).first.wait_for(timeout=30_000)
+        pg.get_by_role("button", name="Search").first.click()
+        try:
+            pg.get_by_text("already in your library", exact=False).first.wait_for(timeout=90_000)
+        finally:
+            pg.screenshot(path=str(SHOTS / "06_search_results_library.png"), full_page=True)
+        from crase_core import trace as trace_io
+
+        traces = [trace_io.load(p) for p in runs_dir.glob("*.json") if not p.name.endswith(".meta.json")]
+        trace = next(t for t in traces if t.library is not None)
+        assert {n.paper.id for n in trace.nodes if n.in_library} == {"h003"}
+        pg.get_by_role("link", name="Evidence graph").click()
+        frame = _graph_frame(pg)
+        nodes = frame.evaluate("() => window.craseGraph.nodes.get().map(n => ({id: String(n.id), mine: n.mine,"
+                               " border: n.color && n.color.border, bw: n.borderWidth || 1}))")
+        assert "h003" in {n["id"] for n in nodes}
+        for n in nodes:
+            if n["id"] == "h003":
+                assert n["mine"] is True and n["border"] == "#1e7b34" and n["bw"] >= 3, n
+            else:
+                assert not n["mine"] and n["bw"] == 1, n
+        assert "already in your library" in frame.locator("#legend").inner_text()
+        point = frame.evaluate(
+            "() => { const n = window.craseGraph.network, p = n.getPositions(['h003'])['h003'];"
+            " const d = n.canvasToDOM(p); const b = document.getElementById('graph').getBoundingClientRect();"
+            " return {x: b.left + d.x, y: b.top + d.y}; }")
+        iframe = pg.locator("iframe[title*='crase_graph']").first
+        iframe.evaluate("el => el.scrollIntoView({block: 'start'})")
+        box = iframe.bounding_box()
+        pg.mouse.move(box["x"] + point["x"], box["y"] + point["y"])
+        frame.wait_for_function("() => window.craseGraph.hovered && window.craseGraph.hovered.id === 'h003'",
+                                timeout=5_000)
+        assert "already in your library" in frame.locator("#tip").inner_text()
+        pg.screenshot(path=str(SHOTS / "06_graph_library_marker.png"))
+        pg.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+        title = trace.node("h003").paper.title
+        pg.get_by_text("Seed fate:").wait_for(timeout=30_000)
+        pg.wait_for_function("t => [...document.querySelectorAll('h5')].some(h => h.innerText.startsWith(t.slice(0, 20)))",
+                             arg=title, timeout=30_000)
+        badge = pg.locator("[data-testid='stMarkdownContainer']", has_text="already in your library")
+        badge.first.wait_for(timeout=10_000)
+        assert badge.count() == 1
+        # another paper's inspector has no mark
+        iframe.evaluate("el => el.scrollIntoView({block: 'start'})")
+        point = frame.evaluate(
+            "() => { const n = window.craseGraph.network, b = document.getElementById('graph').getBoundingClientRect();"
+            " for (const id of window.craseGraph.nodes.getIds()) { if (['h003', 'h004'].includes(String(id))) continue;"
+            "   const d = n.canvasToDOM(n.getPositions([id])[id]);"
+            "   if (n.getNodeAt(d) === id) return {id: String(id), x: b.left + d.x, y: b.top + d.y}; }"
+            " return null; }")
+        assert point is not None
+        other = point["id"]
+        box = iframe.bounding_box()
+        pg.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+        pg.wait_for_function("t => [...document.querySelectorAll('h5')].some(h => h.innerText.startsWith(t.slice(0, 20)))",
+                             arg=trace.node(other).paper.title, timeout=30_000)
+        pg.get_by_text("Seed fate:").or_(pg.get_by_text("Why it is here:")).first.wait_for(timeout=30_000)
+        try:  # the rerun may still hold the previous paper's elements for a moment
+            expect(pg.locator("[data-testid='stMarkdownContainer']", has_text="already in your library")).to_have_count(
+                0, timeout=15_000)
+        finally:
+            pg.screenshot(path=str(SHOTS / "07_node_inspector_not_in_library.png"), full_page=True)
+    finally:
+        pg.close()

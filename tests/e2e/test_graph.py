@@ -246,3 +246,50 @@ def test_layouts_and_wide_screen(demo_run):
     assert top.paper_id in nodes and (top.seed is None or top.seed in nodes)
     page.screenshot(path=str(SHOTS / "graph_1920x1080_focus.png"))
     page.set_viewport_size({"width": 1440, "height": 900})
+
+
+# A paper whose disc centre is inside the browser window (not only inside the iframe) and hit-tests to itself.
+VISIBLE_NODE_JS = """
+([skip, iframeTop, viewH]) => {
+  const g = window.craseGraph, net = g.network, box = document.getElementById('graph').getBoundingClientRect();
+  for (const id of g.nodes.getIds()) {
+    if (String(id) === skip) continue;
+    const d = net.canvasToDOM(net.getPositions([id])[id]);
+    const pageY = iframeTop + box.top + d.y;
+    if (d.x > 20 && d.y > 30 && d.x < box.width - 20 && d.y < box.height - 40 && pageY > 10 && pageY < viewH - 10
+        && net.getNodeAt(d) === id)
+      return {id: String(id), x: box.left + d.x, y: box.top + d.y};
+  }
+  return null;
+}
+"""
+
+
+def test_double_click_focuses_on_that_paper(demo_run):
+    """Double-clicking a paper of the default (timeline) view switches to the focus view of that paper:
+    the layout control says Focus, the focus picker names it, and the graph is its focus view."""
+    page, trace = demo_run
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.get_by_text("Timeline", exact=True).first.click()
+    frame = graph_frame(page)
+    frame.wait_for_function("() => window.craseGraph.key.includes('|timeline|') && window.craseGraph.ready", timeout=30_000)
+    iframe = page.locator("iframe[title*='crase_graph']").first
+    iframe.evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    origin = iframe_origin(page)
+    # not the paper the focus picker already holds (the top result): the switch must come from the double click
+    target = frame.evaluate(VISIBLE_NODE_JS, [trace.results[0].paper_id, origin["y"], 900])
+    assert target is not None, "no paper of the default view is inside the window"
+    page.mouse.dblclick(origin["x"] + target["x"], origin["y"] + target["y"])
+    frame = graph_frame(page)  # the rerun may replace the component's frame: look it up again
+    frame.wait_for_function("id => window.craseGraph.key.includes('|focus|') && window.craseGraph.key.endsWith('|' + id)"
+                            " && window.craseGraph.ready", arg=target["id"], timeout=30_000)
+    nodes = set(frame.evaluate("() => window.craseGraph.nodes.getIds().map(String)"))
+    from crase_app.graph_view import focus_view, node_labels
+
+    assert nodes == set(focus_view(trace, target["id"]).nodes)
+    picker = page.locator("[data-testid='stSelectbox']", has_text="Focus on").first
+    shown = picker.evaluate("el => el.innerText + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')"
+                            " + ' ' + [...el.querySelectorAll('[title]')].map(t => t.title).join(' ')")
+    assert node_labels(trace, [n.paper.id for n in trace.nodes])[target["id"]] in shown, shown
+    page.screenshot(path=str(SHOTS / "graph_1440x900_focus_by_double_click.png"))

@@ -16,14 +16,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the app side (pages/) is not part of the installed package
+if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not part of the installed package
     sys.path.append(str(ROOT))
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 OTHER_QUERY = "black hole entropy microstates"
-PAGES = ["pages/1_Evidence_graph.py", "pages/2_Seeds.py", "pages/3_Ranking.py", "pages/4_Audit.py",
-         "pages/5_Runs.py"]
+PAGES = ["app_pages/1_Evidence_graph.py", "app_pages/2_Seeds.py", "app_pages/3_Ranking.py", "app_pages/4_Audit.py",
+         "app_pages/5_Runs.py"]
 
 
 @pytest.fixture()
@@ -75,7 +75,7 @@ def _saved(runs: Path) -> list[Path]:
 
 
 def _upload(at: AppTest, data: bytes, name: str = "trace.json") -> AppTest:
-    at.switch_page("pages/5_Runs.py").run()
+    at.switch_page("app_pages/5_Runs.py").run()
     at.file_uploader(key="trace_upload").upload(name, data, "application/json")
     return at.run()
 
@@ -89,7 +89,7 @@ def _forged(original: Path) -> bytes:
 
 
 def _graph_labels(at: AppTest) -> str:
-    at.switch_page("pages/1_Evidence_graph.py").run()
+    at.switch_page("app_pages/1_Evidence_graph.py").run()
     assert not at.exception
     return "\n".join(c.proto.json_args for c in at.get("component_instance"))
 
@@ -129,7 +129,7 @@ def test_one_malformed_sidecar_does_not_hide_the_other_runs(app_env):
     (app_env / f"{first.stem}.meta.json").write_text(json.dumps({"query": 1, "counts": 5}))
     (app_env / f"{second.stem}.meta.json").write_text("[1, 2]")
     (app_env / "20260101T000000Z-0000.json").write_text("{not json")
-    at.switch_page("pages/5_Runs.py").run()
+    at.switch_page("app_pages/5_Runs.py").run()
     assert not at.exception and not at.error
     assert any(m.value == "#### Saved runs (2)" for m in at.markdown)
     assert sorted(at.dataframe[0].value["query"]) == sorted([QUERY, OTHER_QUERY])
@@ -155,7 +155,7 @@ def test_rerunning_the_same_query_reopens_the_saved_run(app_env):
 
 def test_runs_folder_path_is_shown_literally(app_env):
     at = _app()
-    at.switch_page("pages/5_Runs.py").run()
+    at.switch_page("app_pages/5_Runs.py").run()
     assert not at.exception
     expected = f"Runs folder: `{app_env}` (set CRASE_RUNS_DIR to change it)"
     assert [c.value for c in at.caption if c.value.startswith("Runs folder")] == [expected]
@@ -186,9 +186,9 @@ def test_a_trace_whose_result_is_not_a_node_is_a_clear_error_on_every_page(app_e
 
     # copied into the runs folder by hand: listed as unreadable, never opened
     (app_env / "20300101T000000Z-bad.json").write_bytes(bad)
-    at.switch_page("pages/5_Runs.py").run()
+    at.switch_page("app_pages/5_Runs.py").run()
     assert not at.exception
-    from pages._display import md_escape
+    from crase_app.display import md_escape
 
     reason = md_escape("not a valid Crase trace: results.0: paper 'nope' is not among the nodes")
     assert f"- `20300101T000000Z-bad.json`: {reason}" in [m.value for m in at.markdown]
@@ -211,7 +211,7 @@ def test_audit_store_set_aside_is_announced_with_its_path(app_env):
     at = _search(_app(), QUERY)
     junk = os.urandom(4096)
     (app_env / "audit.sqlite").write_bytes(junk)
-    at.switch_page("pages/4_Audit.py").run()
+    at.switch_page("app_pages/4_Audit.py").run()
     assert not at.exception
     aside = sorted(app_env.glob("audit.sqlite.unreadable-*"))
     assert len(aside) == 1 and aside[0].read_bytes() == junk  # kept, unchanged
@@ -224,7 +224,7 @@ def test_audit_store_set_aside_is_announced_with_its_path(app_env):
 def test_app_installs_the_secret_log_filter(app_env, caplog):
     from crase_core.redaction import SecretFilter
 
-    runs_page = AppTest.from_file(str(ROOT / "pages" / "5_Runs.py"), default_timeout=60).run()  # opened directly
+    runs_page = AppTest.from_file(str(ROOT / "app_pages" / "5_Runs.py"), default_timeout=60).run()  # opened directly
     assert not runs_page.exception
     root = logging.getLogger()
     assert root.handlers and all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
@@ -236,7 +236,7 @@ def test_app_installs_the_secret_log_filter(app_env, caplog):
 
 # --- the Benchmark page ---------------------------------------------------------------------------------------
 def _bench(env_eval: Path) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / "7_Benchmark.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "7_Benchmark.py"), default_timeout=60).run()
     assert not at.exception
     return at
 

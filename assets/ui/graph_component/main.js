@@ -264,7 +264,7 @@
       sw.className = "sw sw-" + String(it.kind).replace(/[^a-z-]/g, "");
       if (it.colour && /^#[0-9a-fA-F]{3,8}$/.test(it.colour)) {
         if (it.kind === "dot") sw.style.background = it.colour;
-        else if (it.kind === "ring") sw.style.borderColor = it.colour;
+        else if (it.kind === "ring" || it.kind === "mine") sw.style.borderColor = it.colour;
         else sw.style.borderTopColor = it.colour;
       }
       var tx = document.createElement("span");

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import altair as alt
@@ -17,6 +20,16 @@ import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
+from crase_app.display import (
+    ROLE_COLOURS,
+    ROLE_LABELS,
+    authors_line,
+    md_escape,
+    node_role,
+    shorten_words,
+    tex_markdown,
+    tex_plain,
+)
 from crase_core import export
 from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
@@ -27,16 +40,6 @@ from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
-from pages._display import (
-    ROLE_COLOURS,
-    ROLE_LABELS,
-    authors_line,
-    md_escape,
-    node_role,
-    shorten_words,
-    tex_markdown,
-    tex_plain,
-)
 
 log = logging.getLogger("crase.app")
 COMPONENT_DIR = graph_component_dir()
@@ -70,6 +73,36 @@ def get_engine(choices_json: str) -> Any:
     settings; sources and backends are read-only, so sessions share it."""
     settings = with_choices(load_settings(), **json.loads(choices_json))
     return build_engine(settings.runtime)
+
+
+PREFETCH_THREAD = "crase-engine-prefetch"
+
+
+class _NotFromPrefetch(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning of the prefetch thread (it runs no script, by design)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != PREFETCH_THREAD
+
+
+def _open_quietly(choices_json: str) -> None:
+    try:
+        get_engine(choices_json)
+    except Exception:  # the click that needs the engine opens it again and shows the error
+        log.debug("opening the engine ahead of the first query failed", exc_info=True)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def prefetch_engine(choices_json: str) -> threading.Thread:
+    """Start opening the engine for these choices in the background, once per server and choice, while the
+    visitor types: the corpus and its search index (seconds on a fresh cache) are then ready, or nearer,
+    at the click. :func:`get_engine` computes each engine once; a click during the prefetch waits for it."""
+    ctx_log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    if not any(isinstance(f, _NotFromPrefetch) for f in ctx_log.filters):
+        ctx_log.addFilter(_NotFromPrefetch())
+    thread = threading.Thread(target=_open_quietly, args=(choices_json,), name=PREFETCH_THREAD, daemon=True)
+    thread.start()
+    return thread
 
 
 def run_store() -> RunStore:
@@ -286,6 +319,8 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 "cited claim": f"{vid}: {tex_plain(vtext)}",
                 "ent": float(v),
                 "≥ θ": bool(v >= theta),
+                # cut, not rounded, to 2 decimals: a cell below θ never reads as θ (0.749 shows 0.74, not 0.75)
+                "shown": f"{math.floor(float(v) * 100 + 1e-9) / 100:.2f}",
             })
     df = pd.DataFrame(rows)
     y_order = list(dict.fromkeys(df["row"])) if not df.empty else []
@@ -307,7 +342,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
     )
     outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
     colour = alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933"))
-    value = alt.Text("ent:Q", format=".2f")
+    value = alt.Text("shown:N")
     text = base.transform_filter(~alt.datum["≥ θ"]).mark_text(fontSize=13).encode(
         text=value, color=colour, tooltip=tooltip)
     strong = base.transform_filter(alt.datum["≥ θ"]).mark_text(fontSize=13, fontWeight="bold").encode(
@@ -428,6 +463,8 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
                                                                      f" · {code(p.id)}"))
     st.markdown(f'<span style="color:{ROLE_COLOURS[role]};font-weight:600">● {ROLE_LABELS[role]}</span>',
                 unsafe_allow_html=True)  # role label is our constant text
+    if n.in_library:
+        st.markdown(":green-badge[:material/bookmark: already in your library]")
     m1, m2, m3 = st.columns(3)
     m1.metric("score", f"{n.score:.4f}" if n.kept else "–")
     m2.metric("rank", str(n.rank) if n.rank else "–")
@@ -514,7 +551,7 @@ def downloads(trace: RunTrace, key: str) -> None:
     stem = export.filename_stem(trace)
     cols = st.columns(len(EXPORTS))
     for col, (fmt, (label, ext, mime, _)) in zip(cols, EXPORTS.items(), strict=True):
-        data = guarded(lambda fmt=fmt: export_bytes(trace, trace.run_id, fmt), f"Could not export {label}")
+        data = guarded(partial(export_bytes, trace, trace.run_id, fmt), f"Could not export {label}")
         if data is None:
             continue
         col.download_button(label, data=data, file_name=f"{stem}.{ext}", mime=mime, key=f"{key}_dl_{fmt}",

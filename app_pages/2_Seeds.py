@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._display import md_escape
-from pages._shared import trace_page
+from crase_app.display import md_escape
+from crase_app.shared import trace_page
 
 trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
             "recency ranking. Stage 2 decides its fate: ✓ kept (some edge survives) or ✗ pruned (every edge has Δ ≤ τ).")

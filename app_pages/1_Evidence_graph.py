@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._display import shorten_words, tex_plain
-from pages._graph_view import (
+from crase_app.display import shorten_words, tex_plain
+from crase_app.graph_view import (
     DEFAULT_TOP_K,
     LAYOUT_LABELS,
     LAYOUTS,
@@ -26,7 +26,7 @@ from pages._graph_view import (
     view_layout,
     vis_network_data,
 )
-from pages._shared import (
+from crase_app.shared import (
     graph_component,
     guarded,
     inspector,
@@ -137,7 +137,7 @@ graph_component(nodes=data["nodes"], edges=data["edges"], axis=result["axis"], g
 # ---- second way in: the edge table (same edges as the graph); key columns pinned on the left ----
 by_id = {d["id"] for d in data["edges"]}
 edges = [e for e in trace.edges if edge_id(e) in by_id]
-labels = node_labels(trace, [n["id"] for n in data["nodes"]])
+labels = all_labels  # the graph's labels: unique over the whole run
 with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it", expanded=False):
     has_scorer = any(edge_scorer(e) for e in edges)
     df = pd.DataFrame([{

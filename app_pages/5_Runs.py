@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
-from pages._display import md_escape
-from pages._shared import (
+from crase_app.display import md_escape
+from crase_app.shared import (
     code,
     current_trace,
     downloads,
@@ -56,11 +57,11 @@ if readable:
         chosen = readable[rows[0]]
         c1, c2, _ = st.columns([1, 1, 4])
         if c1.button("Open this run", type="primary", width="stretch", icon=":material/folder_open:"):
-            loaded = guarded(lambda: store.load(chosen.name), "Could not open the run")
+            loaded = guarded(partial(store.load, chosen.name), "Could not open the run")
             if loaded is not None and open_trace(loaded, chosen.name):
                 st.rerun()
         if c2.button("Delete", width="stretch", icon=":material/delete:"):
-            guarded(lambda: store.delete(chosen.name), "Could not delete the run")
+            guarded(partial(store.delete, chosen.name), "Could not delete the run")
             st.rerun()
 else:
     st.caption("No saved runs yet: every query you run on the Search page is saved here.")
@@ -77,7 +78,7 @@ if up is not None:
     digest = hashlib.sha256(data).hexdigest()
     if st.session_state.get("_uploaded") != digest:  # each upload is handled once, not on every rerun
         st.session_state["_uploaded"] = digest
-        result = guarded(lambda: store.import_bytes(data), "Could not open the uploaded trace")
+        result = guarded(partial(store.import_bytes, data), "Could not open the uploaded trace")
         if result is not None:
             note = ("This trace was already saved: the saved run is reopened (nothing was overwritten)."
                     if result.existed else "Uploaded and saved as a new run (no saved run was changed).")

@@ -122,7 +122,7 @@ def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
     """Source, backend, the allowed endpoint (by name) and the source's form knobs, as JSON-able choices.
 
     Pass the result to :func:`crase_core.config.with_choices` (``**choices``) or, as JSON, to
-    ``pages._shared.get_engine``.
+    ``crase_app.shared.get_engine``.
     """
     sources = spec(RuntimeConfig, "source").knob.options()
     backends = spec(RuntimeConfig, "backend").knob.options()

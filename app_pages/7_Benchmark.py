@@ -16,13 +16,14 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from crase_app.display import md_escape
+from crase_app.shared import code, guarded, page_header, run_store
 from crase_core.config import load_settings
-from pages._display import md_escape
-from pages._shared import code, guarded, page_header, run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_RESULTS = ROOT / "benchmarks" / "results"
@@ -214,7 +215,7 @@ def parse_table(block: str) -> Table | None:
 def show_table(table: Table, key: str) -> None:
     frame = table.frame
     first = frame.columns[0]
-    config: dict[str, object] = {first: st.column_config.TextColumn(first, pinned=True)}
+    config: dict[str, Any] = {first: st.column_config.TextColumn(first, pinned=True)}
     for col, d in table.decimals.items():
         config[col] = st.column_config.NumberColumn(col, format=f"%.{d}f" if d else "%d")
     styled = frame.style.format({c: (f"{{:.{d}f}}" if d else "{:.0f}") for c, d in table.decimals.items()},

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
-from crase_core.audit import summarize, verdict_from_judgement, verdicts_csv
-from pages._display import shorten_words, tex_plain
-from pages._shared import (
+from crase_app.display import shorten_words, tex_plain
+from crase_app.shared import (
     audit_store,
     claims_markdown,
     edge_inspector,
     guarded,
     paper_line,
+    run_store,
     trace_page,
+)
+from crase_core.audit import (
+    edge_scorers,
+    summarize,
+    summarize_by_scorer,
+    verdict_from_judgement,
+    verdicts_csv,
 )
 
 trace = trace_page("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
@@ -64,6 +72,41 @@ c[3].metric("pruned-edge correctness", pct(s.pruned_correctness),
 c[4].metric("unanimous", pct(s.unanimous), help=f"Edges rated by ≥ 2 auditors ({s.multi_rated_edges}) where all agree.")
 c[5].metric("Fleiss' κ", "–" if s.fleiss_kappa is None else f"{s.fleiss_kappa:.3f}",
             help="Inter-auditor agreement on keep / prune, over edges rated by two or more auditors.")
+
+SCORER_NAMES = {"model": "the model", "offline": "offline (lexical fallback)"}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def saved_run_scorers(name: str, run_id: str) -> dict[tuple[str, str, str], str]:
+    """``(run_id, citing, cited) → scorer`` of one saved run (cached by its content id)."""
+    t = run_store().load(name)
+    return {k: v or "offline" for k, v in edge_scorers(t.run_id, t.edges).items()}
+
+
+def verdict_scorers(verdicts) -> dict[tuple[str, str, str], str]:
+    """Who scored each judged edge: from the open run, and from the saved runs the other verdicts belong to."""
+    ids = {v.run_id for v in verdicts}
+    out = {k: v or "offline" for k, v in edge_scorers(trace.run_id, trace.edges).items()} if trace.run_id in ids else {}
+    missing = ids - {trace.run_id}
+    if missing:
+        for info in guarded(lambda: run_store().list(), "Could not list the saved runs") or []:
+            if info.run_id in missing and not info.error:
+                out.update(guarded(partial(saved_run_scorers, info.name, info.run_id),
+                                   f"Could not read the run {info.name}") or {})
+    return out
+
+
+if verdicts:
+    split = summarize_by_scorer(verdicts, verdict_scorers(verdicts))
+    st.markdown("##### By scorer", help="The same measures for the edges the model scored and for those the "
+                "offline components scored (a model backend's cascade leaves the rest of the edges to them; the "
+                "offline backend scores all). An edge whose run is no longer saved counts as offline.")
+    st.dataframe(pd.DataFrame([{
+        "scored by": SCORER_NAMES.get(name, name), "verdicts": x.verdicts, "edges": x.edges,
+        "agreement": pct(x.agreement), "retained-edge precision": pct(x.retained_precision),
+        "kept edges": x.retained_n, "pruned-edge correctness": pct(x.pruned_correctness),
+        "pruned edges": x.pruned_n, "Fleiss' κ": "–" if x.fleiss_kappa is None else f"{x.fleiss_kappa:.3f}",
+    } for name, x in split.items()]), hide_index=True, width="stretch", key="audit_by_scorer")
 
 left, right = st.columns([1.3, 1], gap="large")
 with left:

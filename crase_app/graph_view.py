@@ -17,10 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crase_core.errors import InputError
-from crase_core.records import EdgeRecord, NodeRecord
-from crase_core.trace import RunTrace
-from pages._display import (
+from crase_app.display import (
     PRUNED_EDGE_COLOUR,
     ROLE_COLOURS,
     ROLE_LABELS,
@@ -31,6 +28,9 @@ from pages._display import (
     tex_accents,
     tex_plain,
 )
+from crase_core.errors import InputError
+from crase_core.records import EdgeRecord, NodeRecord
+from crase_core.trace import RunTrace
 
 # --- graph views ----------------------------------------------------------------------------------------
 VIEW_MODES = ("top-k and trails", "kept graph", "everything")
@@ -39,6 +39,9 @@ LAYOUT_LABELS = {"timeline": "Timeline", "clusters": "Clusters", "focus": "Focus
 DEFAULT_TOP_K = 20  # the default view: the 20 best papers and their trails (readable for a 700-node run)
 MIN_NODE_SIZE, MAX_NODE_SIZE = 7.0, 26.0
 SCORER_LABELS = {"model": "scored by the model", "offline": "scored offline (lexical fallback)"}
+LIBRARY_BORDER = "#1e7b34"  # the thick green border of a paper already in the user's library
+LIBRARY_LABEL = "already in your library"
+LIBRARY_GROUP = -2  # node_groups: papers whose only seed came from the user's library
 
 
 @dataclass
@@ -272,7 +275,13 @@ def label_priority(trace: RunTrace, pids: Sequence[str]) -> dict[str, int]:
 def node_tooltip(n: NodeRecord, seed_sq: list[int] | None) -> str:
     """Plain-text tooltip (the component renders it with textContent, never as HTML)."""
     lines = [tex_plain(n.paper.title), f"{n.paper.year or 'n.d.'} · {tex_accents(authors_line(list(n.paper.authors)))}"]
-    lines.append(ROLE_LABELS[node_role(n)] + (f" (sub-queries {', '.join(str(i + 1) for i in seed_sq)})" if seed_sq else ""))
+    found_by = [f"sub-quer{'y' if len([i for i in seed_sq or [] if i >= 0]) == 1 else 'ies'} "
+                + ", ".join(str(i + 1) for i in seed_sq or [] if i >= 0)] if any(i >= 0 for i in seed_sq or []) else []
+    if seed_sq and -1 in seed_sq:  # a library seed's origin has sub-query index -1
+        found_by.append("your library")
+    lines.append(ROLE_LABELS[node_role(n)] + (f" ({' and '.join(found_by)})" if found_by else ""))
+    if n.in_library:
+        lines.append(LIBRARY_LABEL)
     if n.kept:
         lines.append(f"score {n.score:.4f}" + (f" · rank {n.rank}" if n.rank else ""))
     else:
@@ -300,18 +309,22 @@ def edge_tooltip(trace: RunTrace, e: EdgeRecord, labels: dict[str, str]) -> str:
 # --- layouts --------------------------------------------------------------------------------------------
 def node_groups(trace: RunTrace, nodes: Sequence[str], edges: Sequence[EdgeRecord]) -> dict[str, int]:
     """paper id → the sub-query (0-based) it belongs to: a seed's first sub-query; a ranked paper's trail
-    seed's; otherwise that of the nearest shown seed (through shown edges); ``-1`` when none is reachable."""
+    seed's; otherwise that of the nearest shown seed (through shown edges); ``-1`` when none is reachable,
+    :data:`LIBRARY_GROUP` for papers whose seed came only from the user's library."""
     sq = seed_subqueries(trace)
     trail_seed = trail_seed_of(trace)
     shown = set(nodes)
     group: dict[str, int] = {}
+    def first(indices: list[int]) -> int:  # a search sub-query before the library (origin index -1)
+        return next((i for i in indices if i >= 0), LIBRARY_GROUP)
+
     for pid in nodes:
         if sq.get(pid):
-            group[pid] = sq[pid][0]
+            group[pid] = first(sq[pid])
         else:
             seed = trail_seed.get(pid)
             if seed and sq.get(seed):
-                group[pid] = sq[seed][0]
+                group[pid] = first(sq[seed])
     adj: dict[str, list[str]] = {p: [] for p in nodes}
     for e in edges:
         if e.citing in shown and e.cited in shown:
@@ -459,7 +472,8 @@ def cluster_layout(trace: RunTrace, view: GraphView, scale: float = 420.0) -> La
         cx = sum(x for x, _ in members) / len(members)
         top = min(y for _, y in members)
         sub = trace.plan.subqueries[gid] if 0 <= gid < len(trace.plan.subqueries) else ""
-        label = f"{gid + 1}. {shorten_words(sub, 48)}" if gid >= 0 else "not reached from a seed"
+        label = (f"{gid + 1}. {shorten_words(sub, 48)}" if gid >= 0 else
+                 "from your library" if gid == LIBRARY_GROUP else "not reached from a seed")
         captions.append({"x": cx, "y": top - 40.0, "label": label})
     return Layout(out, groups=captions)
 
@@ -523,10 +537,12 @@ def vis_network_data(
 ) -> dict[str, list[dict[str, Any]]]:
     """vis-network ``{"nodes": [...], "edges": [...]}`` for ``view``, assembled with pyvis.
 
-    Every text is plain text: ``label`` (short, unique), ``tip`` (the tooltip: full title,
+    Every text is plain text: ``label`` (short, unique over the whole run, so a paper keeps its label in
+    every view and in the focus picker), ``tip`` (the tooltip: full title,
     authors, role, score) — the component draws labels on the canvas and tooltips via
     ``textContent``, never as HTML. ``pri`` orders labels (0 = drawn first). Node colour =
-    role, size = score; edge colour/width = Δ; pruned edges dashed; when the run mixes
+    role, size = score; a paper already in the user's library has a thick green border
+    (``mine`` true); edge colour/width = Δ; pruned edges dashed; when the run mixes
     scorers, edges scored offline are dotted.
     """
     from pyvis.network import Network
@@ -534,7 +550,7 @@ def vis_network_data(
     by_id = {n.paper.id: n for n in trace.nodes}
     sq = seed_subqueries(trace)
     max_score = max((by_id[p].score for p in view.nodes), default=0.0)
-    labels = node_labels(trace, view.nodes)
+    labels = node_labels(trace, [n.paper.id for n in trace.nodes])  # the same label in every view and picker
     priority = label_priority(trace, view.nodes)
     mixed = len({edge_scorer(e) for e in view.edges} - {None}) > 1
     net = Network(directed=True)
@@ -544,11 +560,19 @@ def vis_network_data(
         extra: dict[str, Any] = {}
         if positions and pid in positions:
             extra["x"], extra["y"] = positions[pid]
+        mine = bool(n.in_library)
+        colour: str | dict[str, Any] = ROLE_COLOURS[role]
+        if mine:
+            colour = {"background": ROLE_COLOURS[role], "border": LIBRARY_BORDER,
+                      "highlight": {"background": ROLE_COLOURS[role], "border": LIBRARY_BORDER}}
+            extra["borderWidth"] = 3.5
+            extra["borderWidthSelected"] = 4.5
         net.add_node(
             pid,
             label=labels[pid],
             tip=node_tooltip(n, sq.get(pid)),
-            color=ROLE_COLOURS[role],
+            color=colour,
+            mine=mine,
             size=node_size(n.score, max_score),
             shape="dot",
             pri=0 if pid == view.focus else priority[pid] + 1,
@@ -568,11 +592,14 @@ def vis_network_data(
 
 
 def legend_items(trace: RunTrace, view: GraphView) -> list[dict[str, str]]:
-    """What the graph's legend lists, as constant text: node colours, node size, edge colour/width,
+    """What the graph's legend lists, as constant text: node colours, the library border (when a shown paper
+    is in the user's library), node size, edge colour/width,
     pruned dashes, the scorer when the run records it, the selection highlight."""
     roles = {node_role(trace.node(p)) for p in view.nodes}
     items = [{"kind": "dot", "colour": ROLE_COLOURS[r], "text": ROLE_LABELS[r]}
              for r in ("seed_kept", "seed_pruned", "expanded", "expanded_pruned", "text") if r in roles]
+    if any(trace.node(p).in_library for p in view.nodes):
+        items.append({"kind": "mine", "colour": LIBRARY_BORDER, "text": LIBRARY_LABEL})
     items.append({"kind": "size", "colour": "#8a96a3", "text": "size = score (share of the ranking walk)"})
     items.append({"kind": "line", "colour": delta_colour(0.9), "text": "kept edge: darker, thicker = higher Δ"})
     if any(not e.kept for e in view.edges):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
+from crase_app.shared import guarded, trace_page
 from crase_core.rankers import ranker_names
 from crase_core.rerank import Reranked, rerank
-from pages._shared import guarded, trace_page
 
 trace = trace_page("Ranking", "Scores of the kept papers under each ranker (personalised PageRank, SALSA, and any other "
             "registered ranker), re-computed from the saved graph — no model calls.")
@@ -21,7 +23,7 @@ def _rerank(_trace, run_id: str, ranker: str) -> Reranked:
 
 results: dict[str, Reranked] = {}
 for name in ranker_names():
-    r = guarded(lambda name=name: _rerank(trace, trace.run_id, name), f"Ranker {name.upper()} failed")
+    r = guarded(partial(_rerank, trace, trace.run_id, name), f"Ranker {name.upper()} failed")
     if r is not None:
         results[name] = r
 if not results or not next(iter(results.values())).result.scores:
@@ -36,7 +38,7 @@ st.caption("Run's own ranker: " + trace.ranking.ranker.upper() + " · α = "
 nodes = {n.paper.id: n for n in trace.nodes if n.kept}
 rows = []
 for pid, n in nodes.items():
-    row = {"title": n.paper.title, "year": n.paper.year, "role": n.role}
+    row: dict[str, object] = {"title": n.paper.title, "year": n.paper.year, "role": n.role}
     for name, r in results.items():
         row[f"{name.upper()} rank"] = r.ranks.get(pid)
         row[f"{name.upper()} score"] = r.result.scores.get(pid, 0.0)
