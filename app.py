@@ -172,8 +172,8 @@ def ranked_list(trace) -> None:
                           f"{md_escape(authors_line(list(p.authors)))}" + (f" · {link}" if link else ""))
             left.caption(f"Why it is here: {md_escape(r.reason)}")
             left.caption(f"Score: {md_escape(score_sentence(trace, r))}", help=f"{trace.ranking.ranker.upper()} over the "
-                         f"pruned evidence graph; {restart}. The score is the paper's share of where the walk spends "
-                         "its time, so it sums to 1 over the graph.")
+                         f"pruned evidence graph; {restart}. The share is the paper's part of the ranker's total score "
+                         "(it sums to 1 over the graph); with fusion the list order also weighs the text match.")
             if p.abstract:
                 with left.expander("Abstract"):
                     st.markdown(md_escape(p.abstract))

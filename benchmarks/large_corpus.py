@@ -1,20 +1,20 @@
-"""Can a user point the local source at a corpus of hundreds of thousands of papers?
+"""Paper-scale and arXiv-scale corpora: build, open, query and grow, each measured in fresh processes.
 
-Generates a synthetic corpus in the user's format (``papers.jsonl`` +
-``citations.tsv``) in a temporary folder — Zipf-distributed vocabulary,
-~120-word abstracts, ~``refs`` references per paper to older papers with
-preferential attachment (so there are hubs) — then measures, each step on a
-fresh cache dir:
+Generates a synthetic corpus in the user's format (``papers.jsonl`` + ``citations.tsv``) — Zipf
+vocabulary, 60–180-word abstracts, ~``refs`` references per paper to older papers with preferential
+attachment (hubs) — or uses ``--corpus DIR`` (e.g. the embedded hep-th corpus), plus a batch of
+``--append-share`` more papers, then measures on a fresh cache folder:
 
-* ``load_corpus`` (parse JSONL + TSV, build the CSR graph),
-* ``open_corpus`` cold (load + pickle) and warm (pickle load),
-* BM25 index build + save (``TextIndex.for_corpus``) and warm load,
-* a search, a hub's citations, ``edges_among`` over a 1,000-paper set,
-* peak resident memory.
+* ``crase corpus build`` (store + text index; wall time, peak RSS, on-disk sizes),
+* opening the built corpus and index in a fresh process (``LocalSource.open``; imports timed apart),
+* ``crase query`` for 20 queries drawn from the corpus's own titles, each in a fresh process: wall time
+  and peak RSS with a cold result cache, then again with a warm one; stage times from the trace,
+* ``crase corpus add`` of the batch (wall, RSS), and an open after it.
 
-Nothing is kept unless ``--keep DIR`` is given. Usage::
+Every child's peak RSS is its own ``ru_maxrss``. Prints one JSON object. Usage::
 
-    .venv/bin/python benchmarks/large_corpus.py --papers 300000
+    nice -n 10 .venv/bin/python benchmarks/large_corpus.py --papers 500000
+    .venv/bin/python benchmarks/large_corpus.py --corpus assets/corpora/hepth
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import argparse
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,20 +32,44 @@ from pathlib import Path
 
 import numpy as np
 
+REPO = Path(__file__).resolve().parents[1]
 
-def _rss_mb() -> float:
-    try:
-        import psutil
+# runs ``python -m crase_core.cli ARGS`` and prints this process's peak RSS (MB) on the last stderr line
+_CHILD = """
+import resource, runpy, sys
+def hwm():  # this process's own peak RSS (ru_maxrss would carry the parent's across exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+sys.argv = ["crase", *sys.argv[1:]]
+try:
+    runpy.run_module("crase_core.cli", run_name="__main__")
+finally:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    print(f"CPU {cpu:.2f}", file=sys.stderr)
+    print(f"MAXRSS {hwm():.0f}", file=sys.stderr)
+"""
 
-        return psutil.Process().memory_info().rss / 2**20
-    except ImportError:  # pragma: no cover
-        return float("nan")
+_OPEN = """
+import sys, time, json
+t0 = time.perf_counter()
+from crase_core.sources.local import LocalSource
+t1 = time.perf_counter()
+src = LocalSource.open(sys.argv[1])
+t2 = time.perf_counter()
+hits = src.search(sys.argv[2], 50)
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "search_s": t3 - t2, "hits": len(hits),
+                  "papers": len(src.corpus),
+                  "rss_mb": [int(x.split()[1]) / 1024 for x in open("/proc/self/status") if x.startswith("VmHWM:")][0]}))
+"""
 
 
-def generate(folder: Path, n: int, refs: int, seed: int = 0) -> tuple[int, float]:
-    """Write the corpus; return (citation lines, seconds)."""
+def generate(folder: Path, n: int, refs: float, seed: int = 0, start: int = 0) -> tuple[int, float]:
+    """Write papers ``start … start + n − 1`` (citing only older ones); return (citation lines, seconds)."""
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + start)
     folder.mkdir(parents=True, exist_ok=True)
     syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "qu", "ph", "st", "gr", "on", "el", "ar"]
     vocab_size = 60_000
@@ -57,103 +83,183 @@ def generate(folder: Path, n: int, refs: int, seed: int = 0) -> tuple[int, float
     words_arr = np.array(words)
     zipf = 1.0 / np.arange(1, vocab_size + 1) ** 1.05
     zipf /= zipf.sum()
-    abstract_len = rng.integers(60, 180, size=n)
-    title_len = rng.integers(5, 13, size=n)
-    total_words = int(abstract_len.sum() + title_len.sum())
-    draws = words_arr[rng.choice(vocab_size, size=total_words, p=zipf)]
-    pos = 0
-    with open(folder / "papers.jsonl", "w", encoding="utf-8") as f:
-        for i in range(n):
-            title = " ".join(draws[pos : pos + title_len[i]])
-            pos += title_len[i]
-            abstract = " ".join(draws[pos : pos + abstract_len[i]])
-            pos += abstract_len[i]
-            year = 1990 + (i * 34) // n
-            month = 1 + (i % 12)
-            row = {"id": f"P{i:07d}", "title": title, "abstract": abstract if i % 20 else "",
-                   "year": year, "month": f"{year}-{month:02d}", "authors": f"Author {i % 9973}, Author {i % 7919}"}
-            f.write(json.dumps(row) + "\n")
+    total = start + n
     lines = 0
-    with open(folder / "citations.tsv", "w", encoding="utf-8") as f:
-        # preferential attachment to older papers: cited = floor(citing · u^2) favours early (hub) papers
-        for i in range(1, n):
-            k = min(i, int(rng.poisson(refs)))
-            if k == 0:
-                continue
-            cited = np.unique((i * rng.random(k) ** 2).astype(np.int64))
-            f.write("".join(f"P{i:07d}\tP{j:07d}\n" for j in cited))
-            lines += len(cited)
+    with open(folder / "papers.jsonl", "w", encoding="utf-8") as fp, \
+            open(folder / "citations.tsv", "w", encoding="utf-8") as fc:
+        for lo in range(start, total, 50_000):
+            hi = min(total, lo + 50_000)
+            abstract_len = rng.integers(60, 180, size=hi - lo)
+            title_len = rng.integers(5, 13, size=hi - lo)
+            draws = words_arr[rng.choice(vocab_size, size=int(abstract_len.sum() + title_len.sum()), p=zipf)]
+            pos = 0
+            for k, i in enumerate(range(lo, hi)):
+                title = " ".join(draws[pos : pos + title_len[k]])
+                pos += title_len[k]
+                abstract = " ".join(draws[pos : pos + abstract_len[k]])
+                pos += abstract_len[k]
+                year = 1990 + (i * 34) // max(total, 1)
+                month = 1 + (i % 12)
+                row = {"id": f"P{i:07d}", "title": title, "abstract": abstract if i % 20 else "", "year": year,
+                       "month": f"{year}-{month:02d}", "authors": f"Author {i % 9973}, Author {i % 7919}"}
+                fp.write(json.dumps(row) + "\n")
+                # preferential attachment to older papers: cited = floor(citing · u²) favours early (hub) papers
+                k_refs = min(i, int(rng.poisson(refs)))
+                if k_refs:
+                    cited = np.unique((i * rng.random(k_refs) ** 2).astype(np.int64))
+                    fc.write("".join(f"P{i:07d}\tP{j:07d}\n" for j in cited))
+                    lines += len(cited)
     return lines, time.perf_counter() - t0
+
+
+def split_corpus(source: Path, folder: Path, batch: Path, share: float) -> dict[str, int]:
+    """Copy the corpus ``source`` as ``folder`` minus its last ``share`` of papers, which go to ``batch``
+    with the citation lines they start (to be appended)."""
+    from crase_core.corpus import _find, _lines
+
+    lines = [line for _, line in _lines(_find(source, "papers.jsonl")) if line.strip()]
+    cut = len(lines) - int(len(lines) * share) if share > 0 else len(lines)
+    moved = {json.loads(line)["id"] for line in lines[cut:]}
+    for d in (folder, batch):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    (folder / "papers.jsonl").write_text("".join(lines[:cut]), encoding="utf-8")
+    (batch / "papers.jsonl").write_text("".join(lines[cut:]), encoding="utf-8")
+    cites = [line for _, line in _lines(_find(source, "citations.tsv"))]
+    later = [c for c in cites if c.split("\t", 1)[0] in moved]
+    (folder / "citations.tsv").write_text("".join(c for c in cites if c.split("\t", 1)[0] not in moved),
+                                          encoding="utf-8")
+    (batch / "citations.tsv").write_text("".join(later), encoding="utf-8")
+    if share <= 0:
+        shutil.rmtree(batch)
+    return {"papers": cut, "append_papers": len(lines) - cut}
+
+
+def _run(args: list[str], env: dict[str, str], timeout: float = 3600) -> tuple[float, float, str, str]:
+    """(wall s, peak RSS MB, stdout, stderr) of ``crase ARGS`` in a fresh process (stderr ends with its CPU s)."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True,
+                       timeout=timeout, cwd=str(REPO))
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"crase {' '.join(args[:2])} failed ({r.returncode}): {r.stderr[-2000:]}")
+    rss = float(r.stderr.rsplit("MAXRSS ", 1)[1].split()[0])
+    return wall, rss, r.stdout, r.stderr
+
+
+def _cpu(stderr: str) -> float:
+    """CPU seconds (user + system, the process and its workers) a child reported."""
+    return round(float(stderr.rsplit("CPU ", 1)[1].split()[0]), 1)
+
+
+def _dir_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20 if path.is_dir() else 0.0
+
+
+def _queries(folder: Path, n_papers: int, k: int = 20) -> list[str]:
+    """``k`` queries: the first four title words of papers spread evenly over the corpus."""
+    wanted = {int(i) for i in np.linspace(0, n_papers - 1, k)}
+    out = []
+    from crase_core.corpus import _find, _lines
+
+    for i, (_, line) in enumerate(_lines(_find(folder, "papers.jsonl"))):
+        if i in wanted:
+            out.append(" ".join(json.loads(line)["title"].split()[:4]))
+        if len(out) == k:
+            break
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    return round(statistics.median(xs), 3) if xs else float("nan")
+
+
+def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queries: int) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASE_", "OPENAI_", "S2_"))}
+    env.update(PYTHONPATH=str(REPO), CRASE_CACHE_DIR=str(cache))
+    res: dict[str, object] = {}
+    wall, rss, out, err = _run(["corpus", "build", str(folder), "--workers", str(workers)], env)
+    res.update(build_s=round(wall, 1), build_cpu_s=_cpu(err), build_peak_rss_mb=round(rss))
+    res["store_mb"] = round(_dir_mb(cache / "corpus"), 1)
+    res["index_mb"] = round(_dir_mb(cache / "index"), 1)
+    res["source_files_mb"] = round(sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 2**20, 1)
+
+    queries = _queries(folder, int(out.split(": ", 1)[1].split(" papers")[0].replace(",", "")), n_queries)
+    opens = [json.loads(subprocess.run([sys.executable, "-c", _OPEN, str(folder), q], env=env, capture_output=True,
+                                       text=True, check=True, cwd=str(REPO)).stdout) for q in queries[:5]]
+    res.update(open_s_median=_median([o["open_s"] for o in opens]), import_s_median=_median([o["import_s"] for o in opens]),
+               search_s_median=_median([o["search_s"] for o in opens]), open_rss_mb=round(max(o["rss_mb"] for o in opens)))
+
+    cold, warm, rss_q, stages, sizes = [], [], [], [], []
+    trace = cache.parent / "trace.json"
+    for q in queries:
+        for store in (cold, warm):
+            wall, rss, _, _ = _run(["query", q, "--corpus", str(folder), "--quiet", "--json", str(trace)], env)
+            store.append(wall)
+            rss_q.append(rss)
+        saved = json.loads(trace.read_text())
+        stages.append(saved["timings"])
+        sizes.append((len(saved.get("nodes", [])), len(saved.get("edges", []))))
+    res.update(query_wall_s_median_cold=_median(cold), query_wall_s_max_cold=round(max(cold), 2),
+               query_wall_s_median_warm=_median(warm), query_wall_s_max_warm=round(max(warm), 2),
+               query_peak_rss_mb=round(max(rss_q)))
+    if sizes:
+        res.update(graph_nodes_median=_median([float(v) for v, _ in sizes]),
+                   graph_edges_median=_median([float(e) for _, e in sizes]))
+    res["stage_s_median_warm"] = {k: _median([s.get(k, 0.0) for s in stages]) for k in stages[0]} if stages else {}
+
+    if batch is not None:
+        wall, rss, out, err = _run(["corpus", "add", str(folder), str(batch)], env)
+        res.update(append_s=round(wall, 1), append_cpu_s=_cpu(err), append_peak_rss_mb=round(rss),
+                   append_result=out.strip())
+        after = json.loads(subprocess.run([sys.executable, "-c", _OPEN, str(folder), queries[0]], env=env,
+                                          capture_output=True, text=True, check=True, cwd=str(REPO)).stdout)
+        res.update(open_after_append_s=round(after["open_s"], 3), papers_after_append=after["papers"])
+        res["store_mb_after_append"] = round(_dir_mb(cache / "corpus"), 1)
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--papers", type=int, default=300_000)
+    ap.add_argument("--papers", type=int, default=500_000)
     ap.add_argument("--refs", type=float, default=12.0, help="mean references per paper (hep-th: ~12)")
-    ap.add_argument("--keep", type=Path, default=None, help="write the corpus here and keep it")
+    ap.add_argument("--corpus", type=Path, default=None, help="measure this corpus folder instead (copied first)")
+    ap.add_argument("--append-share", type=float, default=0.01, help="batch appended after the build (0: none)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    ap.add_argument("--reuse-cache", action="store_true", help="with --keep: keep the built store (measure opens "
+                    "and queries again without rebuilding)")
     args = ap.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="crase-large-"))
-    cache = work / "cache"
-    os.environ["CRASE_CACHE_DIR"] = str(cache)  # before crase_core reads it
-    from crase_core.corpus import load_corpus
-    from crase_core.sources.local import LocalSource, open_corpus
-    from crase_core.textindex import TextIndex
-
-    folder = args.keep or work / "corpus"
-    results: dict[str, float | int | str] = {"papers": args.papers}
+    work = args.keep or Path(tempfile.mkdtemp(prefix="crase-large-"))
+    work.mkdir(parents=True, exist_ok=True)
+    folder, batch, cache = work / "corpus", work / "batch", work / "cache"
+    if not args.reuse_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    results: dict[str, object] = {}
     try:
-        lines, gen_s = generate(folder, args.papers, args.refs)
-        size_mb = sum(p.stat().st_size for p in folder.iterdir()) / 2**20
-        results.update(citation_lines=lines, generate_s=round(gen_s, 1), corpus_mb=round(size_mb, 1))
-
-        t0 = time.perf_counter()
-        corpus = load_corpus(folder)
-        results["load_corpus_s"] = round(time.perf_counter() - t0, 2)
-        results["citations_kept"] = corpus.n_citations
-        results["rss_after_load_mb"] = round(_rss_mb())
-        del corpus
-
-        t0 = time.perf_counter()
-        corpus = open_corpus(folder)
-        results["open_corpus_cold_s"] = round(time.perf_counter() - t0, 2)
-        t0 = time.perf_counter()
-        corpus = open_corpus(folder)
-        results["open_corpus_warm_s"] = round(time.perf_counter() - t0, 2)
-
-        t0 = time.perf_counter()
-        index = TextIndex.for_corpus(corpus)
-        results["index_build_and_save_s"] = round(time.perf_counter() - t0, 2)
-        results["index_mb"] = round(index.size_bytes() / 2**20, 1)
-        results["rss_after_index_mb"] = round(_rss_mb())
-        t0 = time.perf_counter()
-        index = TextIndex.for_corpus(corpus)
-        results["index_warm_load_s"] = round(time.perf_counter() - t0, 2)
-
-        t0 = time.perf_counter()
-        src = LocalSource.open(folder)
-        results["local_source_open_warm_s"] = round(time.perf_counter() - t0, 2)
-        query = " ".join(corpus.papers[123].title.split()[:4])
-        t0 = time.perf_counter()
-        hits = src.search(query, 100)
-        results["search_s"] = round(time.perf_counter() - t0, 3)
-        results["search_hits"] = len(hits)
-        hub = corpus.papers[int(np.argmax(corpus.in_degree()))].id
-        t0 = time.perf_counter()
-        cit = src.citations(hub)
-        results["hub_citations_s"] = round(time.perf_counter() - t0, 3)
-        results["hub_citers"] = len(cit.ids)
-        ids = [p.id for p in corpus.papers[: 1000]]
-        t0 = time.perf_counter()
-        edges = src.edges_among(ids)
-        results["edges_among_1000_s"] = round(time.perf_counter() - t0, 3)
-        results["edges_among_1000"] = len(edges)
-        results["peak_rss_mb"] = round(_rss_mb())
+        if args.corpus is not None:
+            results["corpus"] = str(args.corpus)
+            n = None
+            if not args.reuse_cache:
+                results.update(split_corpus(args.corpus, folder, batch, args.append_share))
+        else:
+            n = args.papers
+            if not (folder / "papers.jsonl").is_file():
+                lines, gen_s = generate(folder, n, args.refs)
+                results.update(citation_lines=lines, generate_s=round(gen_s, 1))
+            results["papers"] = n
+        n_batch = int((n or 0) * args.append_share)
+        if n is not None and n_batch and not args.reuse_cache:
+            shutil.rmtree(batch, ignore_errors=True)
+            generate(batch, n_batch, args.refs, start=n)
+            results["append_papers"] = n_batch
+        has_batch = (batch / "papers.jsonl").is_file() and (n is None or n_batch > 0)
+        results.update(measure(folder, batch if has_batch else None, cache, args.workers, args.queries))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-        else:
-            shutil.rmtree(cache, ignore_errors=True)
     json.dump(results, sys.stdout, indent=1)
     print()
     return 0

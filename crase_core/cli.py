@@ -20,6 +20,7 @@ from pathlib import Path
 from . import trace as trace_io
 from .atomic import check_writable
 from .config import add_arguments, settings_from_args
+from .corpus_cli import add_corpus_parser
 from .cost_report import budget_summary, cost_summary
 from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
@@ -213,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(func=cmd_export)
 
     add_eval_parser(sub)
+    add_corpus_parser(sub)
     return parser
 
 

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,10 +110,50 @@ def _find(directory: Path, stem: str) -> Path:
 def _fingerprint(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for p in paths:
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        try:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as e:
+            raise CorpusError(f"cannot read {p}: {e.strerror or e}") from None
     return h.hexdigest()[:16]
+
+
+def parse_paper_line(line: str, path: Path, lineno: int) -> Paper | None:
+    """The paper of one ``papers.jsonl`` line; None for a blank line or an empty id; CorpusError naming
+    ``path:lineno`` for a line that is not a paper record."""
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+        pid = _clean(str(row["id"]).strip())
+        title = _clean(str(row.get("title") or "").strip())
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        raise CorpusError(f"{path}:{lineno}: not a paper record ({e})") from None
+    if not isinstance(row, dict):
+        raise CorpusError(f"{path}:{lineno}: not a paper record (expected a JSON object)")
+    if not pid:
+        return None
+    year = row.get("year")
+    year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
+    month = month_from_id(pid) or _parse_month(row.get("month"))
+    if month is None:
+        month = year * 100 + 12 if year else 999912
+    if year is None and month != 999912:
+        year = month // 100
+    ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
+    url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
+    return Paper(
+        id=pid,
+        title=title or f"(untitled {pid})",
+        abstract=_clean(str(row.get("abstract") or "").strip()),
+        year=year,
+        month=month,
+        authors=tuple(_clean(a) for a in split_authors(row.get("authors"))),
+        venue=_clean(str(row.get("venue") or "")),
+        url=_clean(url),
+        external_ids=tuple((k, _clean(v)) for k, v in ext),
+    )
 
 
 @dataclass
@@ -121,17 +161,21 @@ class Corpus:
     """Papers and their citation graph, indexed by position.
 
     ``refs`` is the CSR adjacency citing → cited, ``cites`` its transpose
-    (cited → citing). ``months[i]`` is ``YYYYMM`` of paper i.
+    (cited → citing). ``months[i]`` is ``YYYYMM`` of paper i. ``papers`` and ``index`` are a list
+    and a dict for a corpus parsed into memory, lazy views over memory-mapped columns for one
+    opened from its store (:mod:`crase_core.corpus_store`).
     """
 
     name: str
-    papers: list[Paper]
-    index: dict[str, int]
+    papers: Sequence[Paper]
+    index: Mapping[str, int]
     months: np.ndarray
     refs: sp.csr_matrix
     cites: sp.csr_matrix
     fingerprint: str
     dropped_edges: dict[str, int] = field(default_factory=dict)
+    #: the on-disk store it is memory-mapped from (:mod:`crase_core.corpus_store`); None when parsed into memory
+    store: Path | None = None
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -161,42 +205,12 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
     index: dict[str, int] = {}
     months: list[int] = []
     for lineno, line in _lines(papers_path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            pid = _clean(str(row["id"]).strip())
-            title = _clean(str(row.get("title") or "").strip())
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as e:
-            raise CorpusError(f"{papers_path}:{lineno}: not a paper record ({e})") from None
-        if not isinstance(row, dict):
-            raise CorpusError(f"{papers_path}:{lineno}: not a paper record (expected a JSON object)")
-        if not pid or pid in index:
-            continue  # duplicate or empty ids: first record wins
-        year = row.get("year")
-        year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
-        month = month_from_id(pid) or _parse_month(row.get("month"))
-        if month is None:
-            month = year * 100 + 12 if year else 999912
-        if year is None and month != 999912:
-            year = month // 100
-        ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
-        url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
-        index[pid] = len(papers)
-        papers.append(
-            Paper(
-                id=pid,
-                title=title or f"(untitled {pid})",
-                abstract=_clean(str(row.get("abstract") or "").strip()),
-                year=year,
-                month=month,
-                authors=tuple(_clean(a) for a in split_authors(row.get("authors"))),
-                venue=_clean(str(row.get("venue") or "")),
-                url=_clean(url),
-                external_ids=tuple((k, _clean(v)) for k, v in ext),
-            )
-        )
-        months.append(month)
+        paper = parse_paper_line(line, papers_path, lineno)
+        if paper is None or paper.id in index:
+            continue  # blank line; duplicate id: first record wins
+        index[paper.id] = len(papers)
+        papers.append(paper)
+        months.append(paper.month or 999912)
     if not papers:
         raise CorpusError(f"{papers_path} holds no papers")
 

@@ -57,8 +57,11 @@ def assess(terms: Sequence[tuple[str, str]], postings: Mapping[str, Sequence[int
     if total > 0 and any(d.size for d in ids):
         papers = np.concatenate(ids)
         w = np.concatenate([np.full(d.size, weights[c.term]) for c, d in zip(counts, ids, strict=True)])
-        _, which = np.unique(papers, return_inverse=True)
-        best = float(np.bincount(which, weights=w).max()) / total
+        if papers.min() >= 0:  # paper row numbers (the local index): count in place, no sort
+            best = float(np.bincount(papers, weights=w).max()) / total
+        else:
+            _, which = np.unique(papers, return_inverse=True)
+            best = float(np.bincount(which, weights=w).max()) / total
     if not counts:
         weak, notice = True, "Weak match: the query has no content word the corpus could match."
     elif all(c.papers == 0 for c in counts):

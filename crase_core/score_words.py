@@ -2,7 +2,9 @@
 
 PPR (Eq. 6–7) scores are the stationary distribution of the restarting walk: a paper's score is the
 share of the walk's time spent on it, so "1.2 % of the walk, 5× the average of 412 papers" is exact.
-SALSA and CEP scores are put the same way as a share of their total. Pure functions over a trace.
+SALSA and CEP scores are put the same way as a share of their total. With a fusion setting the final
+order also uses the full-query text match, so the share is the ranker's (``trace.ranking.scores``), not
+the fused number the list is sorted by, and the sentence says so. Pure functions over a trace.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ RESTART_WORDS = {
 
 
 def score_share(trace: RunTrace, result: RankedPaper) -> tuple[float, float, int]:
-    """(share of the total score, multiple of the average paper's score, papers ranked)."""
+    """(share of the ranker's total score, multiple of the average paper's score, papers ranked).
+
+    Uses the ranker's own score of the paper (never the fused score, which is not a share of anything).
+    """
     scores = trace.ranking.scores
     total = sum(v for v in scores.values() if v > 0)
     n = len(scores)
     if total <= 0 or n == 0:
         return 0.0, 0.0, n
-    share = max(result.score, 0.0) / total
+    share = max(scores.get(result.paper_id, 0.0), 0.0) / total
     return share, share * n, n
 
 
@@ -34,7 +39,11 @@ def score_sentence(trace: RunTrace, result: RankedPaper) -> str:
     if n == 0:
         return "no score (nothing was ranked)"
     what = "of the random walk's time" if trace.ranking.ranker == "ppr" else f"of the total {trace.ranking.ranker} score"
-    return f"{share:.1%} {what} — {multiple:.1f}× the average of the {n:,} papers in the pruned graph"
+    sentence = f"{share:.1%} {what} — {multiple:.1f}× the average of the {n:,} papers in the pruned graph"
+    fusion = trace.settings.fusion
+    if fusion != "none":
+        sentence += f"; placed by that and its text match with the whole query ({fusion} fusion)"
+    return sentence
 
 
 def restart_words(trace: RunTrace) -> str:

@@ -39,6 +39,8 @@ FUSION_MODES: dict[str, str] = {
     "rrf": "weighted reciprocal-rank fusion (1−λ)/(k + walk rank) + λ/(k + text rank)",
     "restart": "(1−λ)·walk/max walk + λ·(text/max text)^γ: the walk mixed with the query restart's shape "
                "(γ = query_power)",
+    "restart-rrf": "restart, then reciprocal-rank fusion of that order with the full-query search's own rank: "
+                   "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
 #: named starting points; an explicit flag or form value overrides a preset's value.
@@ -85,7 +87,9 @@ class PipelineSettings:
         None, "Year ages are measured against; None means the current year (the paper's default).",
         label="Age reference year (0 = this year)", minimum=1000, maximum=3000, none_as=0,
     )
-    ranker: str = knob("ppr", "Ranker over the pruned graph (registered rankers: see the choices).",
+    ranker: str = knob("salsa", "Ranker over the pruned graph (registered rankers: see the choices). SALSA "
+                       "(authority of the papers the relevant ones cite) measured best on the dev sets, "
+                       "fused with the text score (fusion); the paper's PPR is --ranker ppr.",
                        label="Ranker", choices=ranker_names)
     alpha: float = knob(
         0.5,
@@ -100,8 +104,9 @@ class PipelineSettings:
         "(every ranked paper ∝ its search score for the full query to the power query_power).",
         label="Restart distribution", choices=lambda: tuple(RESTART_MODES),
     )
-    query_power: float = knob(12.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ "
-                              "(12 measured best on both dev sets; docs/benchmarks.md).",
+    query_power: float = knob(16.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ "
+                              "(16 with SALSA and restart-rrf fusion measured best on both dev sets; "
+                              "docs/benchmarks.md).",
                               label="γ — query restart exponent", minimum=0.0, min_open=True, maximum=16.0,
                               step=0.5, form_max=6.0, when=When("personalization", ("query",)))
     text_candidates: int = knob(
@@ -111,18 +116,23 @@ class PipelineSettings:
         label="Text candidates", minimum=0, maximum=1000, form_max=100,
     )
     fusion: str = knob(
-        "rrf",
+        "restart-rrf",
         "How the final ranking combines the walk's score with the full-query search score: none (walk "
-        "alone), linear (score interpolation), rrf (reciprocal-rank fusion) or restart (interpolation with "
-        "the query restart's shape); λ = fusion_weight.",
+        "alone), linear (score interpolation), rrf (reciprocal-rank fusion), restart (interpolation with "
+        "the query restart's shape) or restart-rrf (restart, then reciprocal-rank fusion with the search's "
+        "own ranking, weight text_rank_weight); λ = fusion_weight.",
         label="Fusion with the text score", choices=lambda: tuple(FUSION_MODES),
     )
-    fusion_weight: float = knob(0.3, "λ: weight of the text score in the fusion (0 = walk only, 1 = text only).",
+    fusion_weight: float = knob(0.8, "λ: weight of the text score in the fusion (0 = walk only, 1 = text only).",
                                 label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
-                                when=When("fusion", ("linear", "rrf", "restart")))
+                                when=When("fusion", ("linear", "rrf", "restart", "restart-rrf")))
+    text_rank_weight: float = knob(
+        0.4, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
+        "(0 = the restart fusion's order unchanged).", label="μ — search-rank weight in the final fusion",
+        minimum=0.0, maximum=1.0, step=0.05, when=When("fusion", ("restart-rrf",)))
     rrf_k: float = knob(10.0, "k of reciprocal-rank fusion: 1/(k + rank); larger k flattens the rank weights.",
                         label="RRF k", minimum=0.0, maximum=10_000.0, step=5.0, form_max=200.0,
-                        when=When("fusion", ("rrf",)))
+                        when=When("fusion", ("rrf", "restart-rrf")))
     tol: float = knob(1e-10, "Power-iteration stop: L1 change between iterations below tol.", minimum=0.0,
                       min_open=True, maximum=1.0, form=False, when=_ranker_knob("tol"))
     max_iter: int = knob(1000, "Power-iteration cap.", minimum=1, maximum=1_000_000, form=False,

@@ -1,20 +1,35 @@
-"""BM25 full-text index over title + abstract (bm25s, Lucene BM25, k1=1.5, b=0.75).
+"""BM25 full-text index over title + abstract (Lucene BM25, k1=1.5, b=0.75), stored as raw postings.
 
-Built once per corpus and saved under the cache dir in a folder named by the
-corpus fingerprint, so it is rebuilt exactly when the corpus files change.
-Title terms count twice (the title is repeated), the usual field boost.
+The index holds what Lucene's segments hold, not precomputed scores: the vocabulary (sorted UTF-8 stems),
+for every stem the ascending ids of the documents holding it and its term frequency there (a CSC
+``indptr``/``docs``/``tf``), every document's length, and the index-wide statistics (document count,
+total length). A query computes, for each of its known stems t in order,
+
+    idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl)),   idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))
+
+with the same float32/float64 steps as ``bm25s`` (``method="lucene"``), so the scores are bit-identical
+to the bm25s index used before. Because no stored number depends on N, df or avgdl, appending
+documents (:func:`append_postings`) changes only the postings of the stems they hold and the global
+statistics: search after an append equals search on a full rebuild, exactly.
+
+Stored as ``.npy`` files loaded with ``np.load(mmap_mode="r")`` (a query reads only its stems' postings)
+in a folder named by the corpus fingerprint, published atomically (rename), so concurrent first builds
+never share a folder. Title terms count twice (the title is repeated), the usual field boost.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import bm25s
 import numpy as np
 
 from .atomic import publish_dir, temp_dir_beside
@@ -24,7 +39,14 @@ from .text import content_terms
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "bm25-lucene-v2"  # v2: Unicode word tokens (ASCII text tokenises as in v1)
+INDEX_VERSION = "bm25-lucene-v3"  # v3: raw postings (tf, doc lengths) + global stats; v2 was bm25s's score matrix
+K1, B = 1.5, 0.75
+_FORMAT = "crase-postings"
+_ARRAYS = ("vocab", "indptr", "docs", "tf", "doc_len")
+
+
+def document_terms(title: str, abstract: str) -> list[str]:
+    return content_terms(f"{title} {title} {abstract}")
 
 
 def _remove_damaged(path: Path) -> None:
@@ -37,67 +59,329 @@ def _remove_damaged(path: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def document_terms(title: str, abstract: str) -> list[str]:
-    return content_terms(f"{title} {title} {abstract}")
+class TermVocab(Mapping[str, int]):
+    """stem → term id over a sorted array of UTF-8 stems: a lookup is a binary search (nothing is loaded at
+    open); the first full iteration (``items()``, ``dict(vocab)``) builds a dict once and uses it after."""
+
+    def __init__(self, terms: np.ndarray):
+        self.terms = terms
+        self._dict: dict[str, int] | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        if self._dict is None:
+            self._dict = {raw.decode("utf-8", "surrogatepass"): i for i, raw in enumerate(self.terms.tolist())}
+        return self._dict
+
+    def get_id(self, term: str) -> int | None:
+        if self._dict is not None:
+            return self._dict.get(term)
+        key = term.encode("utf-8", "surrogatepass")
+        if not self.terms.size or len(key) > self.terms.dtype.itemsize or key.endswith(b"\x00"):
+            return None
+        j = int(np.searchsorted(self.terms, key))
+        return j if j < self.terms.size and self.terms[j] == key else None
+
+    def __getitem__(self, term: str) -> int:
+        j = self.get_id(term) if isinstance(term, str) else None
+        if j is None:
+            raise KeyError(term)
+        return j
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self.get_id(term) is not None
+
+    def __len__(self) -> int:
+        return int(self.terms.size)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def keys(self) -> KeysView[str]:
+        return self.as_dict().keys()
+
+    def items(self) -> ItemsView[str, int]:
+        return self.as_dict().items()
+
+
+def _sorted_terms(terms: Iterable[str]) -> np.ndarray:
+    encoded = sorted(t.encode("utf-8", "surrogatepass") for t in terms)
+    width = max((len(t) for t in encoded), default=1) or 1
+    return np.array(encoded, dtype=f"S{width}") if encoded else np.zeros(0, dtype="S1")
+
+
+@dataclass
+class Postings:
+    """The index's arrays (see the module docstring); ``doc_len[i]`` counts document i's terms with repeats."""
+
+    vocab: np.ndarray  # S<w>, sorted
+    indptr: np.ndarray  # int64, len(vocab) + 1
+    docs: np.ndarray  # int32, ascending within each term
+    tf: np.ndarray  # uint16 or int32
+    doc_len: np.ndarray  # int32
+    sum_doc_len: int
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.doc_len.size)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: getattr(self, k) for k in _ARRAYS}
+
+
+class PostingsBuilder:
+    """Collects documents' term lists in order and assembles :class:`Postings` (vectorised, chunk by chunk)."""
+
+    def __init__(self) -> None:
+        self.term_ids: dict[str, int] = {}
+        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term, doc, tf), sorted by term, doc
+        self._lens: list[np.ndarray] = []
+        self._max_tf = 0
+        self.n_docs = 0
+
+    def add_ids(self, token_ids: np.ndarray, lens: np.ndarray) -> None:
+        """Add ``len(lens)`` documents whose term ids (of :attr:`term_ids`) are ``token_ids``, concatenated."""
+        n = int(lens.size)
+        if n == 0:
+            return
+        local = np.repeat(np.arange(n, dtype=np.int64), lens)
+        keys, tf = np.unique(token_ids.astype(np.int64) * n + local, return_counts=True)
+        self._max_tf = max(self._max_tf, int(tf.max(initial=0)))
+        self._chunks.append(((keys // n).astype(np.int32), (keys % n + self.n_docs).astype(np.int32),
+                             tf.astype(np.uint16 if tf.max(initial=0) < 2**16 else np.int32)))
+        self._lens.append(lens.astype(np.int32))
+        self.n_docs += n
+
+    def add(self, docs: Sequence[Sequence[str]]) -> None:
+        ids = self.term_ids
+        flat = [ids.setdefault(t, len(ids)) for d in docs for t in d]
+        self.add_ids(np.array(flat, dtype=np.int32), np.array([len(d) for d in docs], dtype=np.int64))
+
+    def map_local(self, local_terms: Sequence[str]) -> np.ndarray:
+        """Global ids for a worker's local vocabulary (new stems get new ids)."""
+        ids = self.term_ids
+        return np.array([ids.setdefault(t, len(ids)) for t in local_terms], dtype=np.int32)
+
+    def finish(self) -> Postings:
+        terms = list(self.term_ids)
+        vocab = _sorted_terms(terms)
+        rank = np.empty(len(terms), dtype=np.int64)  # first-seen id → sorted id
+        if terms:
+            rank[np.argsort(np.array([t.encode("utf-8", "surrogatepass") for t in terms], dtype=vocab.dtype),
+                            kind="stable")] = np.arange(len(terms))
+        df = np.zeros(len(terms), dtype=np.int64)
+        for t, _, _ in self._chunks:
+            df += np.bincount(rank[t], minlength=len(terms))
+        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        total = int(indptr[-1])
+        docs = np.empty(total, dtype=np.int32)
+        tfs = np.empty(total, dtype=np.uint16 if self._max_tf < 2**16 else np.int32)  # 12 B a posting at most
+        fill = indptr[:-1].copy()
+        while self._chunks:
+            t, d, f = self._chunks.pop(0)  # free each chunk as it is placed
+            if not t.size:
+                continue
+            starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])  # runs of one term (sorted by term, then doc)
+            run_len = np.diff(np.r_[starts, t.size])
+            run_terms = rank[t[starts]]
+            within = np.arange(t.size) - np.repeat(starts, run_len)
+            pos = np.repeat(fill[run_terms], run_len) + within
+            docs[pos], tfs[pos] = d, f
+            fill[run_terms] += run_len
+        doc_len = np.concatenate(self._lens) if self._lens else np.zeros(0, dtype=np.int32)
+        return Postings(vocab, indptr, docs, _compact_tf(tfs), doc_len, int(doc_len.sum(dtype=np.int64)))
+
+
+def _compact_tf(tf: np.ndarray) -> np.ndarray:
+    return tf.astype(np.uint16, copy=False) if not tf.size or int(tf.max()) < 2**16 else tf.astype(np.int32, copy=False)
+
+
+def append_postings(old: Postings, new: Postings) -> Postings:
+    """``old`` followed by ``new``'s documents (ids shifted by ``old.n_docs``): equal to building over both.
+
+    Every new document id is larger than every old one, so each stem's new postings go at the end of its
+    run; the sorted vocabulary gains the new stems in order. Cost: one pass over the arrays (memory speed),
+    no re-tokenising of the old documents.
+    """
+    vocab = np.union1d(old.vocab, new.vocab)  # sorted; the wider of the two widths
+    old_ids = np.searchsorted(vocab, old.vocab)
+    new_ids = np.searchsorted(vocab, new.vocab)
+    old_df, new_df = np.diff(np.asarray(old.indptr)), np.diff(np.asarray(new.indptr))
+    df = np.zeros(vocab.size, dtype=np.int64)
+    df[old_ids] += old_df
+    df[new_ids] += new_df
+    indptr = np.zeros(vocab.size + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    # a stem's new postings go after the old postings of every stem sorted up to it (its own run included)
+    old_counts = np.zeros(vocab.size, dtype=np.int64)
+    old_counts[old_ids] = old_df
+    old_end = np.cumsum(old_counts)
+    at = np.repeat(old_end[new_ids], new_df)
+    shift = np.int32(old.n_docs)
+    docs = np.insert(np.asarray(old.docs), at, np.asarray(new.docs) + shift)
+    tf = np.insert(np.asarray(old.tf).astype(np.int32), at, np.asarray(new.tf).astype(np.int32))
+    doc_len = np.concatenate([np.asarray(old.doc_len), np.asarray(new.doc_len)])
+    return Postings(vocab, indptr, docs.astype(np.int32), _compact_tf(tf), doc_len.astype(np.int32),
+                    old.sum_doc_len + new.sum_doc_len)
+
+
+def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | None = None) -> None:
+    """Write the arrays and ``meta.json`` (shapes, dtypes, sizes: a truncated file is caught at open)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shapes: dict[str, list[Any]] = {}
+    for name, array in postings.arrays().items():
+        np.save(folder / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+        shapes[name] = [array.dtype.str, list(array.shape), (folder / f"{name}.npy").stat().st_size]
+    meta = {"format": _FORMAT, "version": INDEX_VERSION, "k1": K1, "b": B, "sum_doc_len": postings.sum_doc_len,
+            "arrays": shapes, **(extra or {})}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def load_postings(folder: Path) -> tuple[Postings, dict[str, Any]]:
+    """The memory-mapped postings saved in ``folder``; ValueError (naming what) when they are damaged."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"meta.json unreadable ({type(e).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT or meta.get("version") != INDEX_VERSION:
+        raise ValueError("not an index of this version")
+    arrays: dict[str, np.ndarray] = {}
+    for name in _ARRAYS:
+        path = folder / f"{name}.npy"
+        want = meta.get("arrays", {}).get(name)
+        if not isinstance(want, list) or len(want) != 3 or path.stat().st_size != want[2]:
+            raise ValueError(f"{name}.npy has the wrong size")
+        a = np.load(path, mmap_mode="r", allow_pickle=False) if want[2] else None
+        if a is None or [a.dtype.str, list(a.shape)] != want[:2]:
+            raise ValueError(f"{name}.npy does not match meta.json")
+        arrays[name] = np.asarray(a)  # a plain view of the mapping
+    p = Postings(sum_doc_len=int(meta["sum_doc_len"]), **arrays)
+    if (p.indptr.shape != (p.vocab.size + 1,) or int(p.indptr[0]) != 0 or int(p.indptr[-1]) != p.docs.size
+            or p.tf.shape != p.docs.shape):
+        raise ValueError("postings structure")
+    return p, meta
+
+
+def index_folder(name: str, fingerprint: str, base: Path | None = None) -> Path:
+    """Where the index of the corpus ``name`` with ``fingerprint`` is saved."""
+    return (base or cache_root() / "index") / f"{name}-{fingerprint}-{INDEX_VERSION}"
+
+
+class _PostingsView:
+    """What the index's readers used of the former bm25s object: ``scores`` (``indptr``, ``indices``,
+    ``num_docs``) and ``vocab_dict``, over the memory-mapped postings."""
+
+    def __init__(self, postings: Postings, vocab: TermVocab):
+        self.scores: dict[str, Any] = {"indptr": postings.indptr, "indices": postings.docs,
+                                       "num_docs": postings.n_docs}
+        self.vocab_dict = vocab
 
 
 @dataclass
 class TextIndex:
-    retriever: bm25s.BM25
-    vocab: dict[str, int]
+    """BM25 over a corpus's title + abstract (see the module docstring)."""
+
+    postings: Postings
     build_seconds: float = 0.0
     path: Path | None = None
+    vocab: TermVocab = field(init=False)
+    retriever: _PostingsView = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.vocab = TermVocab(self.postings.vocab)
+        self.retriever = _PostingsView(self.postings, self.vocab)
+
+    @staticmethod
+    def folder_for(corpus: Corpus, base: Path | None = None) -> Path:
+        return index_folder(corpus.name, corpus.fingerprint, base)
+
+    @classmethod
+    def open(cls, path: Path) -> TextIndex:
+        """The index saved at ``path`` (memory-mapped); ValueError/OSError when it is missing or damaged."""
+        postings, _ = load_postings(path)
+        return cls(postings, 0.0, path)
 
     @classmethod
     def for_corpus(cls, corpus: Corpus, directory: Path | None = None) -> TextIndex:
-        """Load the corpus's index from disk, building and saving it first if needed.
+        """Open the corpus's index from disk, building and saving it first if needed.
 
         The new index is saved in a uniquely named temp folder and renamed into place, so
-        concurrent first runs never share a temp folder (the first rename wins; the others load
+        concurrent first runs never share a temp folder (the first rename wins; the others open
         the winner's). A cache folder that cannot be written leaves the index in memory only.
         """
         base = directory or cache_root() / "index"
-        path = base / f"{corpus.name}-{corpus.fingerprint}-{INDEX_VERSION}"
+        path = cls.folder_for(corpus, base)
         if path.is_dir():
             try:
-                retriever = bm25s.BM25.load(str(path), mmap=False)
-                return cls(retriever, retriever.vocab_dict, 0.0, path)
-            except Exception as e:  # a damaged index is rebuilt, not fatal
-                log.warning("index at %s unreadable (%s); rebuilding", path, type(e).__name__)
+                index = cls.open(path)
+                if index.postings.n_docs == len(corpus):
+                    return index
+                raise ValueError("document count differs from the corpus")
+            except (OSError, ValueError, KeyError, TypeError) as e:  # a damaged index is rebuilt, not fatal
+                log.warning("index at %s unreadable (%s); rebuilding", path, e)
                 _remove_damaged(path)
         index = cls.build(corpus)
         try:
-            tmp = temp_dir_beside(path)
-            try:
-                index.retriever.save(str(tmp))
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-            publish_dir(tmp, path)
+            publish(index.postings, path)
         except OSError as e:
             log.warning("could not save the BM25 index under %s (%s); using it from memory", base, e)
             return index
-        index.path = path
-        return index
+        return cls(index.postings, index.build_seconds, path) if path.is_dir() else index
 
     @classmethod
     def build(cls, corpus: Corpus) -> TextIndex:
         start = time.perf_counter()
         log.info("building the BM25 index for %s papers of %s", f"{len(corpus):,}", corpus.name)
-        docs = [document_terms(p.title, p.abstract) for p in corpus.papers]
-        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
-        retriever.index(docs, show_progress=False)
-        return cls(retriever, retriever.vocab_dict, time.perf_counter() - start)
+        builder = PostingsBuilder()
+        batch: list[list[str]] = []
+        for p in corpus.papers:
+            batch.append(document_terms(p.title, p.abstract))
+            if len(batch) >= 20_000:
+                builder.add(batch)
+                batch = []
+        builder.add(batch)
+        return cls(builder.finish(), time.perf_counter() - start)
+
+    def term_id(self, term: str) -> int | None:
+        return self.vocab.get_id(term)
+
+    def postings_of(self, term: str) -> np.ndarray:
+        """Ascending ids of the documents holding ``term`` (empty when unknown)."""
+        tid = self.vocab.get_id(term)
+        if tid is None:
+            return np.zeros(0, dtype=np.int32)
+        return np.asarray(self.postings.docs[self.postings.indptr[tid]:self.postings.indptr[tid + 1]])
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document for ``query`` (zeros when no term is known)."""
-        terms = [t for t in content_terms(query) if t in self.vocab]
-        n = self.retriever.scores["num_docs"]
-        if not terms:
-            return np.zeros(n, dtype=np.float32)
-        return self.retriever.get_scores(terms)
+        """BM25 score of every document for ``query`` (float32; zeros when no term is known)."""
+        p = self.postings
+        n = p.n_docs
+        out = np.zeros(n, dtype=np.float32)
+        tids = [t for t in (self.vocab.get_id(term) for term in content_terms(query)) if t is not None]
+        if not tids or not n:
+            return out
+        avgdl = np.float64(p.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths
+        for tid in tids:  # in query order, repeats included (as bm25s sums its score columns)
+            lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
+            docs = np.asarray(p.docs[lo:hi])
+            tf = np.asarray(p.tf[lo:hi]).astype(np.float64)
+            idf = np.float64(np.float32(math.log(1 + (n - (hi - lo) + 0.5) / ((hi - lo) + 0.5))))
+            norm = K1 * ((1 - B) + B * np.asarray(p.doc_len[docs]).astype(np.float64) / avgdl)
+            out[docs] += (idf * (tf / (norm + tf))).astype(np.float32)
+        return out
 
     def size_bytes(self) -> int:
         if not self.path:
             return 0
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+
+def publish(postings: Postings, path: Path, extra: Mapping[str, Any] | None = None) -> bool:
+    """Save ``postings`` at ``path`` atomically (temp folder + rename); True if this call's copy won."""
+    tmp = temp_dir_beside(path)
+    try:
+        save_postings(postings, tmp, extra)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return publish_dir(tmp, path)

@@ -137,15 +137,17 @@ def test_pages_after_a_run(app_env):
 
     at.switch_page("app_pages/3_Ranking.py").run()
     assert not at.exception and not at.error
-    assert any(c.value.startswith(f"Run's own ranker: PPR · α = {trace.settings.alpha:g} · restart distribution: "
+    own = trace.ranking.ranker.upper()  # the default's ranker: SALSA (docs/benchmarks.md)
+    assert own == "SALSA"
+    assert any(c.value.startswith(f"Run's own ranker: {own} · α = {trace.settings.alpha:g} · restart distribution: "
                                   f"{trace.settings.personalization} · PPR: ") for c in at.caption)
-    scores = at.dataframe[0].value  # the scores table, by the run's own ranker (PPR) rank
+    scores = at.dataframe[0].value  # the scores table, by the run's own ranker's rank
     kept_ids = {n.paper.id for n in trace.nodes if n.kept}
     assert set(scores["id"]) == kept_ids
     assert scores["id"].tolist()[: len(trace.results)] == [r.paper_id for r in trace.results]
-    assert scores["PPR rank"].tolist() == list(range(1, len(kept_ids) + 1))
-    # re-ranked from the saved graph, PPR gives back the run's own scores
-    for pid, score in zip(scores["id"], scores["PPR score"], strict=True):
+    assert scores[f"{own} rank"].tolist() == list(range(1, len(kept_ids) + 1))
+    # re-ranked from the saved graph, the run's own ranker gives back the run's own scores
+    for pid, score in zip(scores["id"], scores[f"{own} score"], strict=True):
         assert score == pytest.approx(trace.ranking.scores[pid], abs=1e-9)
 
     at.switch_page("app_pages/5_Runs.py").run()

@@ -57,10 +57,13 @@ def test_cards_and_honest_numbers(app_env):
     from crase_core.score_words import score_sentence
 
     assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
-    share = trace.results[0].score / sum(trace.ranking.scores.values())
+    top = trace.results[0]
+    share = trace.ranking.scores[top.paper_id] / sum(trace.ranking.scores.values())  # the ranker's share, not the fused score
+    assert trace.ranking.ranker == "salsa"  # the default's ranker: its scores are put as a share of their total
     assert score_sentence(trace, trace.results[0]).startswith(
-        f"{share:.1%} of the random walk's time — {share * len(trace.ranking.scores):.1f}× the average of the "
-        f"{len(trace.ranking.scores)} papers")
+        f"{share:.1%} of the total salsa score — {share * len(trace.ranking.scores):.1f}× the average of the "
+        f"{len(trace.ranking.scores)} papers in the pruned graph; placed by that and its text match with the whole "
+        f"query ({trace.settings.fusion} fusion)")
     assert sum(e.label == "Abstract" for e in at.expander) == len(trace.results)
     # the progress board started with opening the corpus
     assert any(m.value.startswith(":material/check_circle: Open the corpus and its search index — ready")

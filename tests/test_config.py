@@ -93,7 +93,7 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
     assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
-                               fusion="rrf") == PipelineSettings()  # the paper differs in exactly these knobs
+                               ranker="salsa", fusion="restart-rrf") == PipelineSettings()  # exactly these knobs
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
@@ -105,7 +105,7 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
 @pytest.mark.parametrize(("flags", "message"), [
     (["--ranker", "cep", "--alpha", "0.3"], "--alpha does not apply to ranker cep; it is used with ranker ppr, salsa"),
     (["--ranker", "cep", "--max-iter", "5"], "--max-iter does not apply to ranker cep"),
-    (["--cep-hop-discount", "0.3"], "--cep-hop-discount does not apply to ranker ppr; it is used with ranker cep"),
+    (["--cep-hop-discount", "0.3"], "--cep-hop-discount does not apply to ranker salsa; it is used with ranker cep"),
     (["--personalization", "uniform", "--query-power", "2"], "--query-power does not apply to personalization uniform"),
     (["--preset", "paper", "--query-power", "2"], "--query-power does not apply to personalization uniform"),
     (["--beta", "inf"], "--beta must be a finite number"),
@@ -124,7 +124,7 @@ def test_inapplicable_values_from_a_preset_or_file_are_ignored_not_refused(clean
     s = settings_from_args(parse("--preset", "paper", "--ranker", "cep")).pipeline  # α = 0.15 rides along unused
     # the paper's preset has no fusion with the text score, so the fusion's λ and k do not apply either
     assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power",
-                                                             "fusion_weight", "rrf_k"}
+                                                             "fusion_weight", "rrf_k", "text_rank_weight"}
     s = settings_from_args(parse("--ranker", "cep", "--cep-hop-discount", "0.25")).pipeline
     assert s.cep_hop_discount == 0.25
 

@@ -72,3 +72,20 @@ def test_fusion_knobs_are_validated_and_apply_only_with_a_fusion():
     assert "rrf_k" in PipelineSettings(fusion="linear").inapplicable()
     assert "rrf_k" not in PipelineSettings(fusion="rrf").inapplicable()
     assert PipelineSettings.from_preset("paper").fusion == "none"
+
+
+def test_restart_rrf_fuses_the_restart_order_with_the_search_engines_own_ranks():
+    # γ = 1, λ = 0.5: restart scores a = 0.5·0.5/0.5 = 0.5, b = 0.5·0.3/0.5 + 0.5·4/4 = 0.8,
+    # c = 0.5·0.2/0.5 + 0.5·2/4 = 0.45 → restart ranks b 1, a 2, c 3. The search ranked c 1 and b 3 (and a
+    # paper outside the graph 2: its rank counts, the paper does not join). μ = 0.5, k = 1:
+    # a = 0.5/3 = 0.16667; b = 0.5/2 + 0.5/4 = 0.375; c = 0.5/4 + 0.5/2 = 0.375 (tie: b is earlier in ORDER)
+    hits = [hit("c", 2.0, 1), hit("outside", 3.0, 2), hit("b", 4.0, 3)]
+    s = PipelineSettings(fusion="restart-rrf", fusion_weight=0.5, query_power=1.0, text_rank_weight=0.5, rrf_k=1.0)
+    fused = final_scores(s, WALK, [], ORDER, hits)
+    assert fused == pytest.approx({"a": 0.5 / 3, "b": 0.375, "c": 0.375})
+    assert "outside" not in fused
+    # μ = 0 keeps the restart fusion's order: 1/(k + restart rank) with weight 1
+    s0 = s.replace(text_rank_weight=0.0)
+    assert final_scores(s0, WALK, [], ORDER, hits) == pytest.approx({"b": 0.5, "a": 1 / 3, "c": 0.25})
+    assert "text_rank_weight" in PipelineSettings(fusion="restart").inapplicable()
+    assert "rrf_k" not in s.inapplicable()

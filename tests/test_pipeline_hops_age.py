@@ -102,7 +102,7 @@ def test_age_factors_steer_the_walk(tiny_source, ref):
     #   P(seed→v) = age(v)^−½ / Σ age^−½.
     # ref 2001: ages 3, 2, 2;  ref 1998: ages 1, 1, 1 (a paper from the reference year or later has age 1).
     engine = Engine(tiny_source, scripted_backend(["entanglement"]), None)
-    t = run_query("entanglement", engine, PipelineSettings(hops=1.0, alpha=0.5, personalization="uniform",
+    t = run_query("entanglement", engine, PipelineSettings(ranker="ppr", hops=1.0, alpha=0.5, personalization="uniform",
                                                            text_candidates=0, age_reference_year=ref), now=NOW)
     ages = {"9802001": 3.0, "9901001": 2.0, "9902001": 2.0} if ref == 2001 else dict.fromkeys(
         ("9802001", "9901001", "9902001"), 1.0)

@@ -89,10 +89,13 @@ def test_query_mode_uses_the_full_query_scores_over_every_ranked_paper():
     assert warnings == []
 
 
-def test_query_mode_default_gamma_is_twelve():
+def test_query_mode_default_gamma_is_sixteen():
     hits = [hit("s1", 2.0, 1), hit("e1", 1.0, 2)]
-    # γ = 12 (the default since issue 14, docs/benchmarks.md): 2¹² = 4096 vs 1 → 4096/4097, 1/4097
+    # γ = 16 (the default with SALSA and restart-rrf, docs/benchmarks.md): 2¹⁶ = 65536 vs 1 → 65536/65537, 1/65537
     p = restart_distribution(PipelineSettings(), SEEDS, ALIVE, RANK_IDS, hits, [])
+    assert p == pytest.approx({"s1": 65536 / 65537, "e1": 1 / 65537})
+    # γ = 12 (the previous default): 2¹² = 4096 vs 1 → 4096/4097, 1/4097
+    p = restart_distribution(PipelineSettings(query_power=12.0), SEEDS, ALIVE, RANK_IDS, hits, [])
     assert p == pytest.approx({"s1": 4096 / 4097, "e1": 1 / 4097})
     # γ = 3 (the earlier default): 8/9, 1/9
     p = restart_distribution(PipelineSettings(query_power=3.0), SEEDS, ALIVE, RANK_IDS, hits, [])

@@ -4,46 +4,40 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .. import corpus_cache, environment
-from ..cache import cache_root
+from .. import corpus_store, environment
 from ..corpus import Corpus, load_corpus
-from ..errors import CraseError
 from ..records import Paper
 from ..textindex import TextIndex
 from .base import NeighborList, ScoredPaper, SourceFilter
 
 log = logging.getLogger(__name__)
 
-def open_corpus(directory: str | os.PathLike[str] | None = None) -> Corpus:
-    """:func:`load_corpus`, memoised on disk by corpus fingerprint (:mod:`crase_core.corpus_cache`).
+def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int = 1,
+                progress: Callable[[str], None] | None = None) -> Corpus:
+    """The corpus of ``directory`` (default: the embedded hep-th corpus, or ``$CRASE_CORPUS``), memory-mapped
+    from its store under the cache folder (:mod:`crase_core.corpus_store`), which is built on first use.
 
-    The cached copy is plain arrays + JSON (nothing in it can run code), checked against its
-    checksum and the corpus fingerprint; a bad copy is rebuilt. When the cache folder cannot be
-    written the corpus is used uncached and a warning says so.
+    Opening a built store reads no paper: it maps the files and checks their sizes and shapes. A
+    damaged store is rebuilt (a warning says so). When the cache folder cannot be written the corpus is
+    parsed into memory and a warning says so.
     """
-    from ..corpus import DEFAULT_CORPUS_DIR, _find, _fingerprint
+    from ..corpus import DEFAULT_CORPUS_DIR, _find
 
     folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     try:
-        fp = _fingerprint([_find(folder, "papers.jsonl"), _find(folder, "citations.tsv")])
+        _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
     except Exception:
         return load_corpus(folder)  # raises the clear CorpusError
-    path = cache_root() / "corpus" / f"{folder.name}-{fp}-v{corpus_cache.VERSION}.npz"
-    if path.is_file():
-        corpus = corpus_cache.read(path, fp, folder.name)
-        if corpus is not None:
-            return corpus
-    corpus = load_corpus(folder)
     try:
-        corpus_cache.write(corpus, path)
-    except (CraseError, OSError) as e:
-        log.warning("could not cache the parsed corpus (%s); running without that cache", e)
-    return corpus
+        return corpus_store.open_or_build(folder, workers=workers, progress=progress or log.info)
+    except OSError as e:
+        log.warning("could not cache the parsed corpus (%s); running without that cache", e.strerror or e)
+    return load_corpus(folder)
 
 
 class LocalSource:
@@ -66,8 +60,11 @@ class LocalSource:
         self.visible = visible
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str] | None = None) -> LocalSource:
-        corpus = open_corpus(directory)
+    def open(cls, directory: str | os.PathLike[str] | None = None, *, workers: int = 1,
+             progress: Callable[[str], None] | None = None) -> LocalSource:
+        """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
+        apply when its store must be built first)."""
+        corpus = open_corpus(directory, workers=workers, progress=progress)
         return cls(corpus, TextIndex.for_corpus(corpus))
 
     def describe(self) -> str:
@@ -90,7 +87,8 @@ class LocalSource:
         if hits.size > limit:
             hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
         # best score first; ties broken by id for determinism
-        order = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self.corpus.papers[i].id))
+        ids = dict(zip(hits.tolist(), self._ids(hits), strict=True))
+        order = sorted(ids, key=lambda i: (-float(scores[i]), ids[i]))
         return [ScoredPaper(self.corpus.papers[i], float(scores[i])) for i in order]
 
     def _neighbors(self, paper_id: str, matrix) -> NeighborList:
@@ -99,8 +97,14 @@ class LocalSource:
             return NeighborList(ids=[], total=0)
         cols = matrix.indices[matrix.indptr[i] : matrix.indptr[i + 1]]
         cols = cols[self.visible[cols]]
-        ids = sorted(self.corpus.papers[j].id for j in cols)
+        ids = sorted(self._ids(cols))
         return NeighborList(ids=ids, total=len(ids))
+
+    def _ids(self, positions: np.ndarray) -> list[str]:
+        """Ids of the papers at ``positions`` (a mapped corpus reads them without building the papers)."""
+        papers = self.corpus.papers
+        ids_of = getattr(papers, "ids_of", None)
+        return ids_of(positions) if ids_of is not None else [papers[int(j)].id for j in positions]
 
     def references(self, paper_id: str) -> NeighborList:
         return self._neighbors(paper_id, self.corpus.refs)
@@ -129,5 +133,5 @@ class LocalSource:
         if idx.size == 0:
             return []
         sub = self.corpus.refs[idx][:, idx].tocoo()
-        papers = self.corpus.papers
-        return sorted((papers[idx[r]].id, papers[idx[c]].id) for r, c in zip(sub.row, sub.col, strict=True))
+        names = self._ids(idx)
+        return sorted((names[r], names[c]) for r, c in zip(sub.row.tolist(), sub.col.tolist(), strict=True))

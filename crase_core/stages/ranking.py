@@ -103,7 +103,8 @@ def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Seq
     * ``linear``: (1−λ)·π(v)/max π + λ·t(v)/max t, t the full-query search score (0 when not a hit);
     * ``rrf`` (weighted reciprocal-rank fusion): (1−λ)/(k + r_π(v)) + λ/(k + r_t(v)), r the 1-based rank
       in each list, k = ``rrf_k``; a paper the text search did not return has no text term.
-    (:func:`final_scores` also offers ``restart``: ``linear`` with t^γ, the query restart's shape.)
+    (:func:`final_scores` also offers ``restart``: ``linear`` with t^γ, the query restart's shape, and
+    ``restart-rrf``: see :func:`rank_fusion_with_search`.)
     Pure; returns a new dict over the keys of ``walk``.
     """
     if mode == "none" or not walk:
@@ -119,17 +120,40 @@ def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Seq
     raise ValueError(f"unknown fusion mode {mode!r}")
 
 
+def rank_fusion_with_search(scores: Mapping[str, float], query_hits: Sequence[SearchHit], order: Sequence[str],
+                            weight: float, rrf_k: float) -> dict[str, float]:
+    """Reciprocal-rank fusion of a score list with the full-query search's own ranking.
+
+    For every node of ``scores``: (1−μ)/(k + r(v)) + μ/(k + s(v)), r the 1-based rank by ``scores`` (ties
+    by ``order``), s the paper's rank in the full-query search (``relevance_rank``; no term when the
+    search did not return it), μ = ``weight``, k = ``rrf_k``. The search rank is the engine's own (over
+    the whole visible corpus), not a rank among the graph's nodes. Pure.
+    """
+    r = _ranks(scores, order)
+    s = {h.paper_id: h.relevance_rank for h in query_hits if h.paper_id in scores}
+    return {n: (1.0 - weight) / (rrf_k + r[n]) + (weight / (rrf_k + s[n]) if n in s else 0.0) for n in scores}
+
+
 def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
                  rank_ids: Sequence[str], query_hits: Sequence[SearchHit]) -> dict[str, float]:
-    """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`). Pure."""
+    """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`). Pure.
+
+    ``restart-rrf`` is two steps: the ``restart`` fusion (walk mixed with text^γ, λ = ``fusion_weight``)
+    settles the order the scores support — a decisive text match on top, the walk below it — and
+    :func:`rank_fusion_with_search` then adds the search engine's own ranking (μ = ``text_rank_weight``)
+    so that its runner-up answers are not lost under the walk's papers.
+    """
     if settings.fusion == "none":
         return dict(walk)
     order = [s.paper_id for s in seeds] + list(rank_ids)
     text = text_relevance(rank_ids, query_hits)
     mode, weight = settings.fusion, settings.fusion_weight
-    if mode == "restart":  # linear fusion with the query restart's own shape, text^γ (see FUSION_MODES)
+    if mode in ("restart", "restart-rrf"):  # linear fusion with the query restart's own shape, text^γ
         text = {n: x ** settings.query_power for n, x in text.items()}
-        mode = "linear"
+        fused = fuse_scores(walk, text, order, "linear", weight, settings.rrf_k)
+        if mode == "restart":
+            return fused
+        return rank_fusion_with_search(fused, query_hits, order, settings.text_rank_weight, settings.rrf_k)
     return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
 
 

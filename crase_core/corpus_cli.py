@@ -1,0 +1,87 @@
+"""``crase corpus build|add|check``: build a corpus's memory-mapped store, grow it, check it.
+
+Progress lines go to stderr, results to stdout; a problem a user can act on is a :class:`CorpusError`
+(one line, exit status 2, printed by :mod:`crase_core.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import corpus_store, environment
+from .corpus import DEFAULT_CORPUS_DIR
+from .errors import CorpusError
+from .terminal import printable
+from .textindex import TextIndex
+
+
+def _progress(line: str) -> None:
+    print(f"crase corpus: {printable(line)}", file=sys.stderr, flush=True)
+
+
+def _folder(arg: Path | None) -> Path:
+    folder = Path(arg or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+    if not folder.is_dir():
+        raise CorpusError(f"corpus folder {folder} does not exist")
+    return folder
+
+
+def _size_mb(path: Path | None) -> float:
+    if path is None or not path.is_dir():
+        return 0.0
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file()) / 2**20
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    folder = _folder(args.folder)
+    start = time.perf_counter()
+    corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_progress)
+    index = TextIndex.for_corpus(corpus)
+    print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
+          f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}, "
+          f"text index {_size_mb(index.path):,.1f} MB; {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    folder = _folder(args.folder)
+    counts: dict[str, Any] = corpus_store.add_papers(folder, args.new, progress=_progress)
+    print(f"added {counts['papers']:,} papers and {counts['citations']:,} citations to {folder.name} "
+          f"({counts['total_papers']:,} papers now)")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    folder = _folder(args.folder)
+    corpus = corpus_store.open_or_build(folder, progress=_progress)
+    assert corpus.store is not None
+    problems = corpus_store.verify(corpus.store)
+    if problems:
+        raise CorpusError(f"the corpus store {corpus.store} is damaged: {'; '.join(problems)}; "
+                          "delete it and run `crase corpus build` again")
+    print(f"{corpus.store}: sound ({len(corpus):,} papers, {corpus.n_citations:,} citations; every file's "
+          "CRC-32 and structure checked)")
+    return 0
+
+
+def add_corpus_parser(sub: Any) -> None:
+    """Add ``crase corpus …`` to the CLI's subcommands."""
+    c = sub.add_parser("corpus", help="build, grow or check a local corpus's on-disk store")
+    csub = c.add_subparsers(dest="corpus_command", required=True)
+    b = csub.add_parser("build", help="build the memory-mapped store and text index of a corpus folder")
+    b.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
+    b.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes that parse and tokenise papers (default: %(default)s)")
+    b.set_defaults(func=cmd_build)
+    a = csub.add_parser("add", help="append new papers and citations to a corpus (no rebuild)")
+    a.add_argument("folder", type=Path, help="the corpus folder (its files grow by the new lines)")
+    a.add_argument("new", type=Path, help="folder with the new papers.jsonl (and citations.tsv)")
+    a.set_defaults(func=cmd_add)
+    k = csub.add_parser("check", help="verify every file of a corpus's store (CRC-32 and structure)")
+    k.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
+    k.set_defaults(func=cmd_check)

@@ -1,0 +1,804 @@
+"""The corpus on disk in a form that is memory-mapped, not parsed: open in milliseconds, grow by appending.
+
+A store is one folder (format :data:`FORMAT`, version :data:`VERSION`), published atomically (built in
+a uniquely named temp folder, then renamed), named by the corpus name and fingerprint:
+
+* ``meta.json`` — format, version, name, fingerprint, counts, dropped-edge counts, and for every file
+  below its dtype, shape, byte size and CRC-32;
+* ``ids.npy`` (``S<w>``, UTF-8 paper ids by position), ``ids_sorted.npy`` + ``id_order.npy`` (the ids
+  sorted, and their positions: an id is found by binary search, no dict is built at open);
+* ``title.bin``/``abstract.bin``/``extra.bin`` (UTF-8 text of every paper, concatenated) with
+  ``title_off.npy``… (int64 offsets, n + 1); ``extra`` is a JSON list [authors, venue, url, external ids];
+* ``year.npy``, ``month.npy`` (int32; year −2³¹ = unknown);
+* ``refs_indptr.npy``/``refs_indices.npy`` (citing → cited) and ``cites_indptr.npy``/``cites_indices.npy``
+  (cited → citing): the CSR structure of the graph in both directions (every value is 1);
+* ``pending_src.npy``/``pending_dst.npy``: citation lines with an id not (yet) in the corpus, kept so that
+  an append that adds that id gives the edge a full rebuild would give.
+
+:func:`open_store` checks the format, version, fingerprint, every file's size, dtype and shape, and
+the ends of every CSR pointer array (O(1) per file; no byte of the data is read). A truncated, foreign
+or stale store is reported (warning) and rebuilt by the caller. :func:`verify` also checks every
+file's CRC-32 and the structure of every array (``crase corpus check``). Nothing in a store can run
+code: ``.npy`` files are read with ``allow_pickle=False``, the rest is JSON and raw UTF-8.
+
+The text index of the corpus (:mod:`crase_core.textindex`) is built in the same pass over the papers.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import atomic
+from .cache import cache_root
+from .corpus import Corpus, _find, _fingerprint, _lines, parse_paper_line
+from .errors import CorpusError, CraseError
+from .records import Paper
+from .textindex import PostingsBuilder, TextIndex, append_postings, document_terms
+from .textindex import publish as publish_index
+
+log = logging.getLogger(__name__)
+
+FORMAT = "crase-corpus-store"
+VERSION = 3
+_NO_YEAR = -(2**31)
+_TEXT = ("title", "abstract", "extra")
+_ARRAYS = ("ids", "ids_sorted", "id_order", "title_off", "abstract_off", "extra_off", "year", "month",
+           "refs_indptr", "refs_indices", "cites_indptr", "cites_indices", "pending_src", "pending_dst")
+_CHUNK_LINES = 10_000
+Progress = Callable[[str], None]
+
+
+def _no_progress(_: str) -> None:
+    pass
+
+
+# ---- lazy views over the mapped columns ----------------------------------------------------------------
+class IdIndex(Mapping[str, int]):
+    """paper id → position, by binary search over the sorted ids (memory-mapped)."""
+
+    _CACHED = 200_000  # lookups remembered (a query asks for the same few thousand ids again and again)
+
+    def __init__(self, ids_sorted: np.ndarray, order: np.ndarray):
+        self._sorted = ids_sorted
+        self._order = order
+        self._seen: dict[str, int | None] = {}
+
+    def get_pos(self, key: str) -> int | None:
+        try:
+            return self._seen[key]
+        except KeyError:
+            pass
+        b = key.encode("utf-8", "surrogatepass")
+        pos: int | None = None
+        if self._sorted.size and len(b) <= self._sorted.dtype.itemsize and not b.endswith(b"\x00"):
+            j = int(np.searchsorted(self._sorted, b))
+            if j < self._sorted.size and self._sorted[j:j + 1].tolist() == [b]:
+                pos = int(self._order[j:j + 1].tolist()[0])
+        if len(self._seen) >= self._CACHED:
+            self._seen.clear()
+        self._seen[key] = pos
+        return pos
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self.get_pos(key) if isinstance(key, str) else None
+        return default if i is None else i
+
+    def __getitem__(self, key: str) -> int:
+        i = self.get_pos(key) if isinstance(key, str) else None
+        if i is None:
+            raise KeyError(key)
+        return i
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get_pos(key) is not None
+
+    def __len__(self) -> int:
+        return int(self._sorted.size)
+
+    def __iter__(self) -> Iterator[str]:
+        for j in range(self._sorted.size):
+            yield bytes(self._sorted[j]).decode("utf-8", "surrogatepass")
+
+
+@dataclass
+class _Columns:
+    ids: np.ndarray
+    text: dict[str, np.ndarray]  # name → uint8 blob
+    offsets: dict[str, np.ndarray]
+    year: np.ndarray
+    month: np.ndarray
+
+    def text_of(self, name: str, i: int) -> str:
+        lo, hi = self.offsets[name][i:i + 2].tolist()
+        return self.text[name][lo:hi].tobytes().decode("utf-8", "surrogatepass")
+
+
+class StorePapers(Sequence[Paper]):
+    """The corpus's papers, each built from the mapped columns when it is asked for."""
+
+    _CACHED = 50_000  # papers kept once built (a query touches a few thousand, again and again)
+
+    def __init__(self, columns: _Columns):
+        self._c = columns
+        self._cache: dict[int, Paper] = {}
+
+    def __len__(self) -> int:
+        return int(self._c.ids.size)
+
+    def id_of(self, i: int) -> str:
+        """The id of paper ``i`` (without building the paper)."""
+        return bytes(self._c.ids[i]).decode("utf-8", "surrogatepass")
+
+    def ids_of(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The ids of the papers at ``positions``, in order (without building the papers)."""
+        return [b.decode("utf-8", "surrogatepass") for b in self._c.ids[np.asarray(positions, dtype=np.int64)].tolist()]
+
+    def _paper(self, i: int) -> Paper:
+        p = self._cache.get(i)
+        if p is None:
+            if len(self._cache) >= self._CACHED:
+                self._cache.clear()
+            p = self._cache[i] = self._build(i)
+        return p
+
+    def _build(self, i: int) -> Paper:
+        c = self._c
+        authors, venue, url, external = json.loads(c.text_of("extra", i))
+        year = int(c.year[i])
+        return Paper(id=bytes(c.ids[i]).decode("utf-8", "surrogatepass"), title=c.text_of("title", i),
+                     abstract=c.text_of("abstract", i), year=None if year == _NO_YEAR else year,
+                     month=int(c.month[i]), authors=tuple(authors), venue=venue, url=url,
+                     external_ids=tuple((str(k), str(v)) for k, v in external))
+
+    @overload
+    def __getitem__(self, i: int) -> Paper: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Paper]: ...
+    def __getitem__(self, i: int | slice) -> Paper | list[Paper]:
+        if isinstance(i, slice):
+            return [self._paper(j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        j = int(i) + n if int(i) < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError(i)
+        return self._paper(j)
+
+    def __iter__(self) -> Iterator[Paper]:
+        for j in range(len(self)):
+            yield self._paper(j)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# ---- where stores live ---------------------------------------------------------------------------------
+def store_path(name: str, fingerprint: str, base: Path | None = None) -> Path:
+    return (base or cache_root() / "corpus") / f"{name}-{fingerprint}-v{VERSION}"
+
+
+def _memo_path(folder: Path) -> Path:
+    key = hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return cache_root() / "sources" / f"{folder.name}-{key}.json"
+
+
+def _stat_key(paths: Sequence[Path]) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for p in paths:
+        st = p.stat()
+        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return out
+
+
+def source_fingerprint(folder: Path, paths: Sequence[Path]) -> str:
+    """The corpus fingerprint (:func:`crase_core.corpus._fingerprint`, SHA-256 of the files' bytes).
+
+    Hashing reads every byte (about a second per GB), so the result is remembered under the cache
+    folder together with the files' size, mtime, ctime and inode: an unchanged file is not read again.
+    """
+    memo = _memo_path(folder)
+    try:
+        key = _stat_key(paths)
+        saved = json.loads(memo.read_text(encoding="utf-8"))
+        if isinstance(saved, dict) and saved.get("files") == key and isinstance(saved.get("fingerprint"), str):
+            return str(saved["fingerprint"])
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass
+    fp = _fingerprint(list(paths))
+    remember_fingerprint(folder, paths, fp)
+    return fp
+
+
+def remember_fingerprint(folder: Path, paths: Sequence[Path], fp: str) -> None:
+    with contextlib.suppress(OSError, CraseError, ValueError):  # an unwritable cache only costs a re-hash
+        atomic.write_text(_memo_path(folder), json.dumps({"files": _stat_key(paths), "fingerprint": fp}))
+
+
+# ---- parsing, in worker processes ----------------------------------------------------------------------
+@dataclass
+class _Chunk:
+    """The papers of a block of ``papers.jsonl`` lines, column-wise, with their terms (local ids)."""
+
+    ids: list[str] = field(default_factory=list)
+    title: list[str] = field(default_factory=list)
+    abstract: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    year: list[int] = field(default_factory=list)
+    month: list[int] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    lens: list[int] = field(default_factory=list)
+
+
+def _parse_chunk(job: tuple[str, list[tuple[int, str]]]) -> _Chunk:
+    path, lines = job
+    out = _Chunk()
+    local: dict[str, int] = {}
+    for lineno, line in lines:
+        p = parse_paper_line(line, Path(path), lineno)
+        if p is None:
+            continue
+        if "\x00" in p.id:
+            raise CorpusError(f"{path}:{lineno}: the paper id holds a NUL character")
+        out.ids.append(p.id)
+        out.title.append(p.title)
+        out.abstract.append(p.abstract)
+        out.extra.append(json.dumps([list(p.authors), p.venue, p.url, [list(e) for e in p.external_ids]],
+                                    ensure_ascii=False))
+        out.year.append(_NO_YEAR if p.year is None else p.year)
+        out.month.append(p.month or 999912)
+        terms = document_terms(p.title, p.abstract)
+        out.tokens.extend(local.setdefault(t, len(local)) for t in terms)
+        out.lens.append(len(terms))
+    out.terms = list(local)
+    return out
+
+
+def _chunks(path: Path) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    block: list[tuple[int, str]] = []
+    for lineno, line in _lines(path):
+        block.append((lineno, line))
+        if len(block) >= _CHUNK_LINES:
+            yield str(path), block
+            block = []
+    if block:
+        yield str(path), block
+
+
+def _parsed(path: Path, workers: int) -> Iterator[_Chunk]:
+    """:func:`_parse_chunk` over the file's blocks, in order, on ``workers`` processes (1: in this one)."""
+    if workers <= 1:
+        for job in _chunks(path):
+            yield _parse_chunk(job)
+        return
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+        pending: collections.deque[Future[_Chunk]] = collections.deque()
+        for job in _chunks(path):
+            pending.append(pool.submit(_parse_chunk, job))
+            if len(pending) > 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+class _PaperSink:
+    """Writes kept papers' columns into a store folder and their terms into a :class:`PostingsBuilder`."""
+
+    def __init__(self, folder: Path, known: Callable[[str], bool], start_offsets: Mapping[str, int] | None = None):
+        self.folder = folder
+        self.known = known
+        self.index: dict[str, int] = {}
+        self.files = {k: open(folder / f"{k}.bin", "ab") for k in _TEXT}  # noqa: SIM115 (closed by close())
+        self.offsets = {k: array.array("q", [(start_offsets or {}).get(k, 0)]) for k in _TEXT}
+        self.year = array.array("i")
+        self.month = array.array("i")
+        self.postings = PostingsBuilder()
+
+    def add(self, chunk: _Chunk) -> None:
+        keep = np.zeros(len(chunk.ids), dtype=bool)
+        for j, pid in enumerate(chunk.ids):
+            if pid in self.index or self.known(pid):
+                continue  # duplicate id: the first record wins
+            self.index[pid] = len(self.index)
+            keep[j] = True
+            for k in _TEXT:
+                data = getattr(chunk, k)[j].encode("utf-8", "surrogatepass")
+                self.files[k].write(data)
+                self.offsets[k].append(self.offsets[k][-1] + len(data))
+            self.year.append(chunk.year[j])
+            self.month.append(chunk.month[j])
+        lens = np.array(chunk.lens, dtype=np.int64)
+        tokens = np.array(chunk.tokens, dtype=np.int32)
+        if not keep.all():
+            tokens = tokens[np.repeat(keep, lens)]
+            lens = lens[keep]
+        remap = self.postings.map_local(chunk.terms)
+        self.postings.add_ids(remap[tokens] if tokens.size else tokens, lens)
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+# ---- citations -----------------------------------------------------------------------------------------
+@dataclass
+class _Edges:
+    rows: np.ndarray
+    cols: np.ndarray
+    pending_src: list[str]
+    pending_dst: list[str]
+    self_loops: int = 0
+    malformed: int = 0
+
+
+def _read_citations(path: Path, lookup: Callable[[str], int | None]) -> _Edges:
+    rows, cols = array.array("q"), array.array("q")
+    psrc: list[str] = []
+    pdst: list[str] = []
+    loops = malformed = 0
+    for _, line in _lines(path):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 2:
+            if line.strip():
+                malformed += 1
+            continue
+        a, b = parts[0].strip(), parts[1].strip()
+        u, v = lookup(a), lookup(b)
+        if u is None or v is None:
+            psrc.append(a)
+            pdst.append(b)
+        elif u == v:
+            loops += 1
+        else:
+            rows.append(u)
+            cols.append(v)
+    return _Edges(np.frombuffer(rows, dtype=np.int64), np.frombuffer(cols, dtype=np.int64), psrc, pdst, loops,
+                  malformed)
+
+
+def _csr_from_keys(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (indptr, indices) of the sorted unique edge keys row·n + col."""
+    dtype = np.int32 if keys.size < 2**31 - 1 else np.int64
+    rows = keys // n
+    indptr = np.zeros(n + 1, dtype=dtype)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, (keys % n).astype(dtype)
+
+
+def _keys(indptr: np.ndarray, indices: np.ndarray, n: int) -> np.ndarray:
+    counts: np.ndarray = np.diff(np.asarray(indptr, dtype=np.int64))
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), counts)
+    return rows * n + np.asarray(indices, dtype=np.int64)
+
+
+def _s_array(values: Sequence[str]) -> np.ndarray:
+    enc = [v.encode("utf-8", "surrogatepass") for v in values]
+    width = max((len(b) for b in enc), default=1) or 1
+    return np.array(enc, dtype=f"S{width}") if enc else np.zeros(0, dtype="S1")
+
+
+# ---- writing -------------------------------------------------------------------------------------------
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _finish(folder: Path, arrays: Mapping[str, np.ndarray], header: dict[str, Any]) -> None:
+    """Save ``arrays`` as ``.npy`` and ``meta.json`` describing every file of the folder."""
+    files: dict[str, list[Any]] = {}
+    for name, a in arrays.items():
+        np.save(folder / f"{name}.npy", np.ascontiguousarray(a), allow_pickle=False)
+        p = folder / f"{name}.npy"
+        files[p.name] = [a.dtype.str, list(a.shape), p.stat().st_size, _crc(p)]
+    for k in _TEXT:
+        p = folder / f"{k}.bin"
+        files[p.name] = ["|u1", [p.stat().st_size], p.stat().st_size, _crc(p)]
+    meta = {"format": FORMAT, "version": VERSION, **header, "files": files}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _graph_arrays(keys: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    refs_indptr, refs_indices = _csr_from_keys(keys, n)
+    rows, cols = keys // n, keys % n
+    tkeys = np.sort(cols * n + rows)
+    del rows, cols
+    cites_indptr, cites_indices = _csr_from_keys(tkeys, n)
+    return {"refs_indptr": refs_indptr, "refs_indices": refs_indices,
+            "cites_indptr": cites_indptr, "cites_indices": cites_indices}
+
+
+def _id_arrays(ids: np.ndarray) -> dict[str, np.ndarray]:
+    order = np.argsort(ids, kind="stable")
+    return {"ids": ids, "ids_sorted": ids[order], "id_order": order.astype(np.int64)}
+
+
+def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_target: Path | None = None,
+          workers: int = 1, progress: Progress = _no_progress) -> Path:
+    """Parse the corpus ``folder`` into a store published at ``target`` (and its text index at
+    ``index_target``); returns ``target``. CorpusError for a bad corpus file, OSError when the cache
+    cannot be written. Concurrent builders are safe: the first rename wins, the others' copies are dropped."""
+    papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
+    start = time.perf_counter()
+    tmp = atomic.temp_dir_beside(target)
+    try:
+        sink = _PaperSink(tmp, lambda _: False)
+        try:
+            for chunk in _parsed(papers_path, workers):
+                sink.add(chunk)
+                if len(sink.index) // 50_000 != (len(sink.index) - len(chunk.ids)) // 50_000:
+                    progress(f"parsed {len(sink.index):,} papers ({time.perf_counter() - start:.0f} s)")
+        finally:
+            sink.close()
+        n = len(sink.index)
+        if not n:
+            raise CorpusError(f"{papers_path} holds no papers")
+        progress(f"parsed {n:,} papers; reading citations ({time.perf_counter() - start:.0f} s)")
+        edges = _read_citations(cites_path, sink.index.get)
+        keys, before = np.unique(edges.rows * n + edges.cols), edges.rows.size
+        dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
+                   "duplicates": int(before - keys.size), "malformed": edges.malformed}
+        progress(f"{keys.size:,} citations; writing the store ({time.perf_counter() - start:.0f} s)")
+        ids = _s_array(list(sink.index))
+        arrays = {**_id_arrays(ids), "year": np.frombuffer(sink.year, dtype=np.int32),
+                  "month": np.frombuffer(sink.month, dtype=np.int32),
+                  **{f"{k}_off": np.frombuffer(sink.offsets[k], dtype=np.int64) for k in _TEXT},
+                  **_graph_arrays(keys, n),
+                  "pending_src": _s_array(edges.pending_src), "pending_dst": _s_array(edges.pending_dst)}
+        _finish(tmp, arrays, {"name": name, "fingerprint": fingerprint, "n_papers": n, "n_refs": int(keys.size),
+                              "valid_lines": int(before), "dropped_edges": dropped})
+        postings = sink.postings.finish()
+        del arrays, keys, edges
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    won = atomic.publish_dir(tmp, target)
+    if index_target is not None:
+        progress(f"writing the text index ({time.perf_counter() - start:.0f} s)")
+        if not index_target.is_dir():
+            publish_index(postings, index_target)
+    progress(f"built {name}: {n:,} papers in {time.perf_counter() - start:.1f} s" + ("" if won else " (another "
+             "process published the same store first; using it)"))
+    return target
+
+
+# ---- opening -------------------------------------------------------------------------------------------
+def _load_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"meta.json unreadable ({type(e).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError("not a corpus store of this version")
+    return meta
+
+
+def _map(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    files = meta.get("files")
+    if not isinstance(files, dict) or set(files) != {f"{a}.npy" for a in _ARRAYS} | {f"{k}.bin" for k in _TEXT}:
+        raise ValueError("meta.json lists other files")
+    out: dict[str, np.ndarray] = {}
+    for fname, spec in files.items():
+        p = path / fname
+        if not (isinstance(spec, list) and len(spec) == 4):
+            raise ValueError(f"meta.json: bad entry for {fname}")
+        if p.stat().st_size != spec[2]:
+            raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]}: truncated or replaced")
+        stem = fname.rsplit(".", 1)[0]
+        if fname.endswith(".bin"):
+            out[stem] = (np.asarray(np.memmap(p, dtype=np.uint8, mode="r", shape=(spec[2],))) if spec[2]
+                         else np.zeros(0, dtype=np.uint8))
+            continue
+        a = np.load(p, mmap_mode="r", allow_pickle=False)
+        if [a.dtype.str, list(a.shape)] != spec[:2]:
+            raise ValueError(f"{fname} does not match meta.json")
+        out[stem] = np.asarray(a)  # a plain view of the mapping (np.memmap's indexing is slower)
+    return out
+
+
+def _check_shapes(a: dict[str, np.ndarray], n: int, n_refs: int) -> None:
+    for k in ("ids", "ids_sorted", "id_order", "year", "month"):
+        if a[k].shape != (n,):
+            raise ValueError(f"{k} has {a[k].shape[0] if a[k].ndim else 0} entries, not {n}")
+    for k in _TEXT:
+        off = a[f"{k}_off"]
+        if off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != a[k].size:
+            raise ValueError(f"{k} offsets do not fit the text")
+    for g in ("refs", "cites"):
+        ptr, ind = a[f"{g}_indptr"], a[f"{g}_indices"]
+        if ptr.shape != (n + 1,) or int(ptr[0]) != 0 or int(ptr[-1]) != ind.size or ind.size != n_refs:
+            raise ValueError(f"{g} graph structure")
+        if ptr.dtype != ind.dtype:
+            raise ValueError(f"{g} index dtypes differ")
+    if a["pending_src"].shape != a["pending_dst"].shape:
+        raise ValueError("pending citations")
+
+
+def _csr(indptr: np.ndarray, indices: np.ndarray, n: int) -> sp.csr_matrix:
+    ones = np.broadcast_to(np.float32(1.0), (indices.size,))  # no memory: every value is 1
+    m = sp.csr_matrix((ones, indices, indptr), shape=(n, n), copy=False)
+    m.has_sorted_indices = True
+    return m
+
+
+def open_store(path: Path, fingerprint: str | None = None, name: str | None = None) -> Corpus:
+    """The corpus stored at ``path``, memory-mapped. ValueError/OSError (saying what) when the store is
+    missing, of another version or fingerprint, truncated, or its files do not fit together."""
+    meta = _load_meta(path)
+    if fingerprint is not None and meta.get("fingerprint") != fingerprint:
+        raise ValueError("the store is of another version of the corpus")
+    n, n_refs = meta.get("n_papers"), meta.get("n_refs")
+    if not (isinstance(n, int) and n > 0 and isinstance(n_refs, int) and n_refs >= 0):
+        raise ValueError("meta.json: bad counts")
+    a = _map(path, meta)
+    _check_shapes(a, n, n_refs)
+    cols = _Columns(a["ids"], {k: a[k] for k in _TEXT}, {k: a[f"{k}_off"] for k in _TEXT}, a["year"], a["month"])
+    dropped = {str(k): int(v) for k, v in dict(meta.get("dropped_edges") or {}).items()}
+    return Corpus(name=name or str(meta.get("name")), papers=StorePapers(cols),
+                  index=IdIndex(a["ids_sorted"], a["id_order"]), months=a["month"],
+                  refs=_csr(a["refs_indptr"], a["refs_indices"], n), cites=_csr(a["cites_indptr"], a["cites_indices"], n),
+                  fingerprint=str(meta["fingerprint"]), dropped_edges=dropped, store=path)
+
+
+def verify(path: Path) -> list[str]:
+    """Deep check of a store: every file's CRC-32 and every array's structure; the problems found ([] = sound)."""
+    try:
+        meta = _load_meta(path)
+        a = _map(path, meta)
+        _check_shapes(a, int(meta["n_papers"]), int(meta["n_refs"]))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [str(e)]
+    problems = [f"{f}: CRC-32 mismatch" for f, spec in meta["files"].items() if _crc(path / f) != spec[3]]
+    n = int(meta["n_papers"])
+    for g in ("refs", "cites"):
+        ptr, ind = np.asarray(a[f"{g}_indptr"]), np.asarray(a[f"{g}_indices"])
+        if np.any(np.diff(ptr) < 0) or (ind.size and (int(ind.min()) < 0 or int(ind.max()) >= n)):
+            problems.append(f"{g}: pointers or indices out of range")
+    order = np.asarray(a["id_order"])
+    if order.size and (np.any(np.sort(order) != np.arange(n)) or np.any(a["ids"][order] != a["ids_sorted"])):
+        problems.append("ids_sorted/id_order do not match ids")
+    return problems
+
+
+# ---- appending -----------------------------------------------------------------------------------------
+def _copy_text(old: Path, tmp: Path) -> None:
+    for k in _TEXT:
+        shutil.copyfile(old / f"{k}.bin", tmp / f"{k}.bin")
+
+
+def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: str, target: Path, *,
+           index_path: Path | None = None, index_target: Path | None = None,
+           progress: Progress = _no_progress) -> dict[str, int]:
+    """A new store at ``target``: the store at ``old_path`` plus the papers and citation lines of the two
+    files, equal to parsing the old files followed by the new ones (same positions, edges, dropped-edge
+    counts and, at ``index_target``, the same postings as a full build). Returns counts of what was added.
+
+    Cost: parsing and tokenising the new papers, plus one copy of the old arrays (no old paper is parsed
+    or tokenised again)."""
+    start = time.perf_counter()
+    old = open_store(old_path)
+    meta = _load_meta(old_path)
+    n_old = len(old)
+    old_index = old.index
+    assert isinstance(old_index, IdIndex)
+    old_offsets = {k: int(old.papers._c.offsets[k][-1]) for k in _TEXT}  # type: ignore[attr-defined]
+    tmp = atomic.temp_dir_beside(target)
+    try:
+        _copy_text(old_path, tmp)
+        sink = _PaperSink(tmp, lambda pid: old_index.get_pos(pid) is not None, old_offsets)
+        try:
+            for chunk in _parsed(new_papers, 1):
+                sink.add(chunk)
+        finally:
+            sink.close()
+        n_new = len(sink.index)
+        n = n_old + n_new
+        progress(f"parsed {n_new:,} new papers ({time.perf_counter() - start:.1f} s)")
+
+        def lookup(pid: str) -> int | None:
+            i = old_index.get_pos(pid)
+            if i is not None:
+                return i
+            j = sink.index.get(pid)
+            return None if j is None else n_old + j
+
+        edges = _read_citations(new_citations, lookup)
+        # the old store's pending lines that name a new id may now have both ends (an edge, or a self-loop);
+        # only those are decoded: the others stay pending as they are (found by a vectorised membership test)
+        psrc, pdst = np.asarray(_map_one(old_path, "pending_src")), np.asarray(_map_one(old_path, "pending_dst"))
+        new_ids = _s_array(list(sink.index))
+        touched = np.isin(psrc, new_ids) | np.isin(pdst, new_ids) if psrc.size and new_ids.size else \
+            np.zeros(psrc.size, dtype=bool)
+        rows, cols = array.array("q"), array.array("q")
+        resolved = np.zeros(psrc.size, dtype=bool)
+        resolved_loops = 0
+        for k in np.flatnonzero(touched).tolist():
+            u = lookup(bytes(psrc[k]).decode("utf-8", "surrogatepass"))
+            v = lookup(bytes(pdst[k]).decode("utf-8", "surrogatepass"))
+            if u is None or v is None:
+                continue
+            resolved[k] = True
+            if u == v:
+                resolved_loops += 1
+            else:
+                rows.append(u)
+                cols.append(v)
+        kept_src, kept_dst = psrc[~resolved], pdst[~resolved]  # still pending, in file order (as a full build)
+        new_rows = np.concatenate([np.frombuffer(rows, dtype=np.int64), edges.rows])
+        new_cols = np.concatenate([np.frombuffer(cols, dtype=np.int64), edges.cols])
+        old_keys = _keys(old.refs.indptr, old.refs.indices, n_old)
+        old_keys = (old_keys // n_old) * n + old_keys % n_old  # re-key for the larger n
+        added = np.unique(new_rows * n + new_cols)
+        added = added[~np.isin(added, old_keys, assume_unique=True)] if old_keys.size else added
+        keys = np.concatenate([old_keys, added])
+        keys.sort(kind="stable")
+        del old_keys
+        valid_lines = int(meta.get("valid_lines", old.n_citations)) + int(new_rows.size)
+        d = dict(old.dropped_edges)
+        dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + resolved_loops,
+                   "unknown_ids": int(kept_src.size) + len(edges.pending_src),
+                   "duplicates": valid_lines - int(keys.size), "malformed": d.get("malformed", 0) + edges.malformed}
+        width = max(old_index._sorted.dtype.itemsize, new_ids.dtype.itemsize)
+        ids = np.concatenate([np.asarray(_map_one(old_path, "ids")).astype(f"S{width}"), new_ids.astype(f"S{width}")])
+        arrays = {**_id_arrays(ids),
+                  "year": np.concatenate([np.asarray(old.papers._c.year),  # type: ignore[attr-defined]
+                                          np.frombuffer(sink.year, dtype=np.int32)]),
+                  "month": np.concatenate([np.asarray(old.months), np.frombuffer(sink.month, dtype=np.int32)]),
+                  **{f"{k}_off": np.concatenate([np.asarray(old.papers._c.offsets[k]),  # type: ignore[attr-defined]
+                                                  np.frombuffer(sink.offsets[k], dtype=np.int64)[1:]]) for k in _TEXT},
+                  **_graph_arrays(keys, n),
+                  "pending_src": _concat_s(kept_src, _s_array(edges.pending_src)),
+                  "pending_dst": _concat_s(kept_dst, _s_array(edges.pending_dst))}
+        _finish(tmp, arrays, {"name": meta.get("name"), "fingerprint": fingerprint, "n_papers": n,
+                              "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped})
+        new_postings = sink.postings.finish()
+        del arrays, keys
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    atomic.publish_dir(tmp, target)
+    if index_target is not None and index_path is not None and not index_target.is_dir():
+        merged = append_postings(TextIndex.open(index_path).postings, new_postings)
+        publish_index(merged, index_target)
+    progress(f"appended {n_new:,} papers and {int(added.size):,} citations in {time.perf_counter() - start:.1f} s")
+    return {"papers": n_new, "citations": int(added.size), "total_papers": n}
+
+
+def _concat_s(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = max(a.dtype.itemsize, b.dtype.itemsize, 1)
+    return np.concatenate([a.astype(f"S{width}"), b.astype(f"S{width}")])
+
+
+def _map_one(path: Path, name: str) -> np.ndarray:
+    return np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+
+
+def remove_store(path: Path) -> None:
+    """Remove a store or index folder (renamed aside first; processes that mapped it keep their mapping)."""
+    aside = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _appended_text(path: Path) -> str:
+    """The text of a corpus file as it will be appended: its decoded lines, the last one ended by a newline."""
+    text = "".join(line for _, line in _lines(path))
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def _append_to_file(path: Path, text: str) -> None:
+    """Append ``text`` to a corpus file: a new gzip member for ``.gz`` (read back as one stream), else
+    plain bytes; a blank line first when needed, so the last old line and the first new one stay apart
+    (blank lines are skipped by the parser)."""
+    if not text:
+        return
+    if path.suffix == ".gz":
+        import gzip
+
+        with open(path, "ab") as f:
+            f.write(gzip.compress(("\n" + text).encode("utf-8", "surrogatepass")))
+        return
+    with open(path, "rb+") as f:
+        f.seek(0, os.SEEK_END)
+        sep = ""
+        if f.tell():
+            f.seek(-1, os.SEEK_END)
+            sep = "" if f.read(1) == b"\n" else "\n"
+        f.write((sep + text).encode("utf-8", "surrogatepass"))
+
+
+def open_or_build(folder: Path, *, workers: int = 1, progress: Progress = _no_progress) -> Corpus:
+    """The corpus of ``folder`` from its store, building the store (and text index) first when there is
+    none or it is damaged (a warning says why). CorpusError for a bad corpus; OSError when the cache
+    folder cannot be written (the caller then parses into memory)."""
+    from .textindex import index_folder
+
+    papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
+    fp = source_fingerprint(folder, [papers_path, cites_path])
+    path = store_path(folder.name, fp)
+    if path.is_dir():
+        try:
+            return open_store(path, fp, folder.name)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("corpus store %s is damaged (%s); rebuilding it", path, e)
+            remove_store(path)
+    progress(f"building the corpus store of {folder} (once; later opens map it)")
+    build(folder, fp, path, folder.name, index_target=index_folder(folder.name, fp), workers=workers,
+          progress=progress)
+    return open_store(path, fp, folder.name)
+
+
+def add_papers(folder: Path, new_folder: Path, *, progress: Progress = _no_progress) -> dict[str, int]:
+    """Append the papers (``papers.jsonl``) and citation lines (``citations.tsv``, optional) of ``new_folder``
+    to the corpus ``folder``: its files grow by those lines, its store and text index are extended (not
+    rebuilt), and its fingerprint becomes that of the grown files, exactly as if it had been built from
+    them. The new files are checked in full before anything is written; one append at a time per corpus."""
+    import fcntl
+
+    from .textindex import index_folder
+
+    new_folder = Path(new_folder)
+    if not new_folder.is_dir():
+        raise CorpusError(f"folder of new papers {new_folder} does not exist")
+    new_papers = _find(new_folder, "papers.jsonl")
+    try:
+        new_cites: Path | None = _find(new_folder, "citations.tsv")
+    except CorpusError:
+        new_cites = None
+    lock_path = _memo_path(folder).with_suffix(".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        corpus = open_or_build(folder, progress=progress)
+        old_path = corpus.store
+        assert old_path is not None
+        papers_text = _appended_text(new_papers)
+        for lineno, line in enumerate(papers_text.splitlines(keepends=True), 1):
+            parse_paper_line(line, new_papers, lineno)  # every new line is a paper record, or nothing is written
+        cites_text = _appended_text(new_cites) if new_cites else ""
+        papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
+        old_index = index_folder(folder.name, corpus.fingerprint)
+        if not old_index.is_dir():
+            TextIndex.for_corpus(corpus)
+        _append_to_file(papers_path, papers_text)
+        _append_to_file(cites_path, cites_text)
+        fp = _fingerprint([papers_path, cites_path])
+        remember_fingerprint(folder, [papers_path, cites_path], fp)
+        target = store_path(folder.name, fp)
+        with tempfile.TemporaryDirectory() as scratch:
+            cites_in = new_cites or Path(scratch) / "citations.tsv"
+            if new_cites is None:
+                cites_in.write_text("", encoding="utf-8")
+            counts = append(old_path, new_papers, cites_in, fp, target, index_path=old_index,
+                            index_target=index_folder(folder.name, fp), progress=progress)
+        if target != old_path:
+            remove_store(old_path)
+            remove_store(old_index)
+        return counts
