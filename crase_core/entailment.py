@@ -79,12 +79,14 @@ class LexicalSupportScorer:
         self.k = k
         self.r0 = r0 if r0 is not None else round(self.SUPPORT_RECALL_AT_075 - math.log(3.0) / k, 6)
         self.identity = f"lexical-support/v1(r0={self.r0:g},k={k:g})"
-        self._terms_cache: dict[str, tuple[str, ...]] = {}
+        self._terms_cache: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {}
 
-    def _terms(self, text: str) -> tuple[str, ...]:
+    def _terms(self, text: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The claim's distinct content terms (sorted) and their IDF weights, computed once per text."""
         t = self._terms_cache.get(text)
         if t is None:
-            t = tuple(sorted(set(content_terms(text))))
+            terms = tuple(sorted(set(content_terms(text))))
+            t = (terms, tuple(self._idf(term) for term in terms))
             if len(self._terms_cache) > 200_000:
                 self._terms_cache.clear()
             self._terms_cache[text] = t
@@ -102,10 +104,10 @@ class LexicalSupportScorer:
         vocab: dict[str, int] = {}
         rows, cols, wts = [], [], []
         for text, r in texts.items():
-            for t in self._terms(text):
-                rows.append(r)
-                cols.append(vocab.setdefault(t, len(vocab)))
-                wts.append(self._idf(t))
+            terms, weights = self._terms(text)
+            rows.extend([r] * len(terms))
+            cols.extend([vocab.setdefault(t, len(vocab)) for t in terms])
+            wts.extend(weights)
         shape = (len(texts), max(1, len(vocab)))
         weighted = sp.csr_matrix((np.array(wts, dtype=np.float64), (rows, cols)), shape=shape)
         binary = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)

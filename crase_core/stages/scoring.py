@@ -20,6 +20,9 @@ from .expansion import Expansion
 from .progress import ProgressFn, emit
 
 BATCH = 256  # items per model batch; progress is reported between batches
+#: edges per batch of an offline scorer: it vectorises a whole batch, so per-batch set-up (claim texts, term
+#: matrices) is paid 16× less often than with model-sized batches (0.55 → ~0.2 s per default query)
+OFFLINE_BATCH = BATCH * 16
 
 
 def extract_claims(expansion: Expansion, cached: CachedWork, budget: Budget, components: ComponentCache,
@@ -56,8 +59,9 @@ def score_edges(expansion: Expansion, claims: dict[str, ClaimSet], cached: Cache
             why = claims[bad].error or "no claims"
             matrices[(u, v)] = EdgeMatrix([], components.scorer_identity, error=f"paper {bad} has no claims ({why})")
     emit(progress, "entailment", len(edges) - len(scorable), len(edges), f"{len(scorable)} edges to score")
-    for start in range(0, len(scorable), BATCH):
-        batch = scorable[start : start + BATCH]
+    size = BATCH if getattr(components.backend.scorer, "metered", False) else OFFLINE_BATCH
+    for start in range(0, len(scorable), size):
+        batch = scorable[start : start + size]
         for e, em in zip(batch, components.score(claims, batch), strict=True):
             matrices[e] = em
         emit(progress, "entailment", len(edges) - len(scorable) + start + len(batch), len(edges),
@@ -232,8 +236,8 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
             if e not in scorable:
                 offline_mats[e] = EdgeMatrix([], fallback.scorer.identity, error="a paper of this edge has no claims")
                 offline_for[e] = (id(current(e[0])), id(current(e[1])))
-        for start in range(0, len(scorable), BATCH * 16):
-            batch = scorable[start: start + BATCH * 16]
+        for start in range(0, len(scorable), OFFLINE_BATCH):
+            batch = scorable[start: start + OFFLINE_BATCH]
             pairs = [(current(u).claims, current(v).claims) for u, v in batch]
             for e, em in zip(batch, fallback.scorer.score_many(pairs), strict=True):
                 offline_mats[e] = em
