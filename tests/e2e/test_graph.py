@@ -70,7 +70,7 @@ def iframe_origin(page: Page) -> dict:
 
 
 # Edges whose midpoint is unambiguous by plain geometry (computed here, not by vis-network's hit test):
-# at least 9 px from every other edge's segment and clear of every node's disc, inside the canvas.
+# at least 9 px from every other edge's segment, clear of every node's box and drawn label, inside the canvas.
 CLEAR_EDGES_JS = """
 ([n, skip]) => {
   const g = window.craseGraph, net = g.network, pos = net.getPositions();
@@ -89,7 +89,9 @@ CLEAR_EDGES_JS = """
     if (skip.includes(e.id)) continue;
     const m = {x: (e.a.x + e.b.x) / 2, y: (e.a.y + e.b.y) / 2};
     if (m.x < 12 || m.y < 12 || m.x > box.width - 300 || m.y > box.height - 40) continue;  // legend, hint
-    if (nodes.some(v => Math.hypot(m.x - v.p.x, m.y - v.p.y) < v.r + 6)) continue;
+    // vis-network hit-tests a node by its bounding box (a square around the disc), not the disc
+    if (nodes.some(v => Math.abs(m.x - v.p.x) < v.r + 6 && Math.abs(m.y - v.p.y) < v.r + 6)) continue;
+    if ((g.labels || []).some(l => m.x > l.x - 4 && m.x < l.x + l.w + 4 && m.y > l.y - 4 && m.y < l.y + l.h + 4)) continue;
     if (edges.some(o => o.id !== e.id && segDist(m, o.a, o.b) < 9)) continue;
     out.push({id: e.id, from: e.from, to: e.to, x: m.x + box.left, y: m.y + box.top});
     if (out.length >= n) break;
@@ -155,7 +157,9 @@ def test_twenty_edge_clicks_open_exactly_that_edge(demo_run):
 
 
 # the fitted view, then 2.5× zooms on a grid of points of it
-ZOOMS: list[list[float] | None] = [None] + [[fx, fy, 2.5] for fy in (0.35, 0.6, 0.85) for fx in (0.2, 0.4, 0.6, 0.8)]
+# the default view, then 12 regions at 2.5×, then (edges that meet near a hub) the same regions at 5×
+ZOOMS: list[list[float] | None] = [None] + [[fx, fy, k] for k in (2.5, 5.0) for fy in (0.35, 0.6, 0.85)
+                                            for fx in (0.2, 0.4, 0.6, 0.8)]
 ZOOM_JS = """
 ([fx, fy, k]) => {
   const net = window.craseGraph.network;
@@ -172,8 +176,12 @@ def click_edge_and_check(page: Page, frame: Frame, trace, origin: dict, t: dict,
     x, y = origin["x"] + t["x"], origin["y"] + t["y"]
     assert 0 < y < page.viewport_size["height"], "the graph is not in the window"
     page.mouse.move(x, y)
-    frame.wait_for_function("id => window.craseGraph.hovered && window.craseGraph.hovered.id === id",
-                            arg=t["id"], timeout=5_000)
+    try:
+        frame.wait_for_function("id => window.craseGraph.hovered && window.craseGraph.hovered.id === id",
+                                arg=t["id"], timeout=5_000)
+    except Exception:
+        hovered = frame.evaluate("() => window.craseGraph.hovered")
+        raise AssertionError(f"hovering the midpoint of {t} hovered {hovered}") from None
     tip = frame.locator("#tip")
     assert tip.is_visible()
     tip_text = tip.inner_text()
