@@ -49,12 +49,8 @@ def md_escape(text: object) -> str:
 
 
 def node_role(node: NodeRecord) -> str:
-    """One of ``ROLE_COLOURS``' keys."""
-    if node.role == "seed":
-        return "seed_kept" if node.kept else "seed_pruned"
-    if node.role == "text":
-        return "text"
-    return "expanded" if node.kept else "expanded_pruned"
+    """One of ``ROLE_COLOURS``' keys (:attr:`NodeRecord.display_role`, shared with the HTML export)."""
+    return node.display_role
 
 
 def short_title(title: str, limit: int = 60) -> str:

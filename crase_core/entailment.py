@@ -102,7 +102,9 @@ class LexicalSupportScorer:
             for c in (*citing, *cited):
                 texts.setdefault(c.text, len(texts))
         vocab: dict[str, int] = {}
-        rows, cols, wts = [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        wts: list[float] = []
         for text, r in texts.items():
             terms, weights = self._terms(text)
             rows.extend([r] * len(terms))

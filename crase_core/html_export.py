@@ -22,7 +22,7 @@ from typing import Any
 
 from .cost_report import budget_summary, cost_summary
 from .library import paper_link
-from .records import EdgeRecord, NodeRecord
+from .records import EdgeRecord
 from .resources import graph_component_dir
 from .trace import RunTrace
 
@@ -41,14 +41,6 @@ def script_json(data: object) -> str:
     for c, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(c, esc)
     return text
-
-
-def _role(n: NodeRecord) -> str:
-    if n.role == "seed":
-        return "seed_kept" if n.kept else "seed_pruned"
-    if n.role == "text":
-        return "text"
-    return "expanded" if n.kept else "expanded_pruned"
 
 
 def _num(x: float) -> float:
@@ -143,7 +135,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
     for n in trace.nodes:
         if n.paper.id not in shown:
             continue
-        p, role, s = n.paper, _role(n), seeds.get(n.paper.id)
+        p, role, s = n.paper, n.display_role, seeds.get(n.paper.id)
         r = results.get(p.id)
         nodes[p.id] = {
             "title": p.title, "year": p.year, "authors": list(p.authors[:12]), "more_authors": max(0, len(p.authors) - 12),

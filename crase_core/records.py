@@ -199,6 +199,15 @@ class NodeRecord:
     rank: int | None = None  # 1-based among kept nodes, None when pruned
     in_library: bool = False  # the user already has this paper (their ids or BibTeX)
 
+    @property
+    def display_role(self) -> str:
+        """How views colour the node: seed_kept, seed_pruned, text, expanded or expanded_pruned."""
+        if self.role == "seed":
+            return "seed_kept" if self.kept else "seed_pruned"
+        if self.role == "text":
+            return "text"
+        return "expanded" if self.kept else "expanded_pruned"
+
 
 @dataclass
 class TrailStep:

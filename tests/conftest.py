@@ -67,3 +67,19 @@ def fake():
     api.base_url = api.start()
     yield api
     api.stop()
+
+
+@pytest.fixture()
+def llm():
+    """A fake OpenAI-compatible server (tests/fixtures/llm/fake_openai.py) answering at once; stopped after the test."""
+    import sys
+
+    fixtures = str(Path(__file__).parent / "fixtures" / "llm")
+    if fixtures not in sys.path:
+        sys.path.insert(0, fixtures)
+    from fake_openai import FakeOpenAI
+
+    server = FakeOpenAI(latency=0.0)
+    server.start()
+    yield server
+    server.stop()

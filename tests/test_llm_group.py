@@ -39,14 +39,6 @@ AC = [[0.8], [0.0]]
 BC = [[0.4], [0.0]]  # B1 {gauge anomalies cancel group so} shares {anomalies cancel} with C1: 2/5
 
 
-@pytest.fixture()
-def llm():
-    server = FakeOpenAI(latency=0.0)
-    server.start()
-    yield server
-    server.stop()
-
-
 def backend(server: FakeOpenAI, **kw):
     kw.setdefault("model", "fake-model")
     kw.setdefault("max_retries", 1)

@@ -34,14 +34,6 @@ CITED = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel for the group SO(32)
 EXPECTED = [[0.6, 0.0], [0.0, 0.5]]
 
 
-@pytest.fixture()
-def llm():
-    server = FakeOpenAI(latency=0.0)
-    server.start()
-    yield server
-    server.stop()
-
-
 def scorer(server: FakeOpenAI, **kw):
     """The per-edge scorer (one item = one call: these tests count the client's calls item by item; the grouped
     prompt's faults are in test_fault_llm_group.py)."""

@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "llm"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
@@ -28,14 +26,6 @@ QUERY = "black hole microstates anti-de Sitter"
 BUDGET = 40
 SETTINGS = PipelineSettings(m=3, L=2, llm_budget=BUDGET, llm_token_budget=0)
 GROUPED = "<cited id="
-
-
-@pytest.fixture()
-def llm():
-    server = FakeOpenAI(latency=0.0)
-    server.start()
-    yield server
-    server.stop()
 
 
 def engine(server: FakeOpenAI, tiny_source, cache: ResultCache, **kw) -> Engine:
