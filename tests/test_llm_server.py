@@ -122,7 +122,7 @@ def test_pipeline_end_to_end_then_fully_cached(llm_server, tmp_path):
 
 
 @pytest.mark.skipif(os.environ.get("CRASE_LLM_FULL") != "1",
-                    reason="60 SmolLM2 calls on CPU take ≈ 10 minutes on an idle 2-core machine and far longer on a "
+                    reason="60 SmolLM2 calls on CPU take ≈ 17 minutes on an idle 2-core machine and far longer on a "
                            "shared one (docs/llm_backend.md), over the 4-minute CI allowance; set CRASE_LLM_FULL=1 to run it")
 def test_cli_default_query_within_60_calls_then_a_rerun_makes_none(llm_server, tmp_path):
     """Issue 12: a full default query on the embedded corpus through the real server, budget 60 calls.
