@@ -83,3 +83,18 @@ def llm():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture()
+def app_env(tmp_path, monkeypatch):
+    """The Streamlit app over the hostile fixture corpus, runs saved in a temp folder (yielded); caches cleared."""
+    import streamlit as st
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("CRASE_CORPUS", str(root / "tests" / "fixtures" / "hostile_corpus"))
+    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(root)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield tmp_path / "runs"
+    st.cache_resource.clear()

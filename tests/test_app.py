@@ -15,21 +15,7 @@ if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not pa
 
 from crase_app.display import md_escape  # noqa: E402
 
-HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
-
-
-@pytest.fixture()
-def app_env(tmp_path, monkeypatch):
-    import streamlit as st
-
-    monkeypatch.setenv("CRASE_CORPUS", str(HOSTILE))
-    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(ROOT)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield tmp_path / "runs"
-    st.cache_resource.clear()
 
 
 def _search(at: AppTest, query: str) -> AppTest:

@@ -6,28 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
-HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
-
-
-@pytest.fixture()
-def app_env(tmp_path, monkeypatch):
-    import streamlit as st
-
-    monkeypatch.setenv("CRASE_CORPUS", str(HOSTILE))
-    monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(ROOT)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield tmp_path / "runs"
-    st.cache_resource.clear()
 
 
 def _click(at: AppTest, label: str) -> AppTest:
