@@ -78,7 +78,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _clean(text: str) -> str:
     """``text`` with lone UTF-16 surrogates (``"\\ud800"`` escapes in JSON) replaced by U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -98,6 +98,44 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                           "download or compress it again") from None
     except OSError as e:
         raise CorpusError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _line_blocks(path: Path, size: int = 1 << 22) -> Iterator[tuple[int, bytes]]:
+    """``(number of its first line, bytes)`` of blocks of whole lines (each about ``size`` bytes) of a
+    (optionally gzip) file, undecoded; :class:`CorpusError` as :func:`_lines` for an unreadable file or
+    a damaged gzip stream. Decode each line with :func:`_decode_line`."""
+    lineno = 1
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            rest = b""
+            while True:
+                block = f.read(size)
+                if not block:
+                    if rest:
+                        yield lineno, rest
+                    return
+                block = rest + block
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    rest = block
+                    continue
+                data, rest = block[:cut + 1], block[cut + 1:]
+                yield lineno, data
+                lineno += data.count(b"\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise CorpusError(f"{path}:{lineno}: the gzip file is damaged or truncated ({e}); "
+                          "download or compress it again") from None
+    except OSError as e:
+        raise CorpusError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    """One line's text as :func:`_lines` gives it (a BOM on line 1 dropped; CorpusError for bytes that are not UTF-8)."""
+    try:
+        return raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                          f"{e.start + 1}); save the file as UTF-8") from None
 
 
 def _find(directory: Path, stem: str) -> Path:

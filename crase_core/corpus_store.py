@@ -29,6 +29,7 @@ from __future__ import annotations
 import array
 import collections
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -39,7 +40,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, overload
@@ -49,10 +50,10 @@ import scipy.sparse as sp
 
 from . import atomic
 from .cache import cache_root
-from .corpus import Corpus, _find, _fingerprint, _lines, parse_paper_line
+from .corpus import Corpus, _decode_line, _find, _fingerprint, _line_blocks, _lines, parse_paper_line
 from .errors import CorpusError, CraseError
 from .records import Paper
-from .textindex import PostingsBuilder, TextIndex, append_postings, document_terms
+from .textindex import DocTerms, PostingsBuilder, PostingsWriter, TextIndex, append_postings
 from .textindex import publish as publish_index
 
 log = logging.getLogger(__name__)
@@ -63,12 +64,39 @@ _NO_YEAR = -(2**31)
 _TEXT = ("title", "abstract", "extra")
 _ARRAYS = ("ids", "ids_sorted", "id_order", "title_off", "abstract_off", "extra_off", "year", "month",
            "refs_indptr", "refs_indices", "cites_indptr", "cites_indices", "pending_src", "pending_dst")
-_CHUNK_LINES = 10_000
+_CHUNK_BYTES = 1 << 22  # a block of papers.jsonl parsed by one worker at a time (~6,000 papers of 700 B)
 Progress = Callable[[str], None]
 
 
 def _no_progress(_: str) -> None:
     pass
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    """One progress report of a corpus build, for a progress bar: ``stage`` is ``parse``, ``citations``,
+    ``store``, ``index`` or ``done``; ``fraction`` (0–1) of the whole build is done (estimated from the
+    bytes of ``papers.jsonl`` parsed: parsing is ~70 % of a build); ``message`` is a line for people."""
+
+    stage: str
+    fraction: float
+    message: str
+
+
+StepHook = Callable[[BuildStep], None]
+_STEP_HOOK: contextvars.ContextVar[StepHook | None] = contextvars.ContextVar("crase_build_steps", default=None)
+
+
+@contextlib.contextmanager
+def reporting(hook: StepHook | None) -> Iterator[None]:
+    """Within the block, every store build (:func:`build`, also when :func:`open_or_build` or a first query
+    builds one) reports :class:`BuildStep` s to ``hook`` (called in the building thread; an exception it
+    raises is ignored)."""
+    token = _STEP_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _STEP_HOOK.reset(token)
 
 
 # ---- lazy views over the mapped columns ----------------------------------------------------------------
@@ -239,63 +267,61 @@ def remember_fingerprint(folder: Path, paths: Sequence[Path], fp: str) -> None:
 # ---- parsing, in worker processes ----------------------------------------------------------------------
 @dataclass
 class _Chunk:
-    """The papers of a block of ``papers.jsonl`` lines, column-wise, with their terms (local ids)."""
+    """The papers of a block of ``papers.jsonl`` lines, column-wise (text as UTF-8 bytes, concatenated),
+    with their postings (:class:`DocTerms`, document ids local to the chunk)."""
 
-    ids: list[str] = field(default_factory=list)
-    title: list[str] = field(default_factory=list)
-    abstract: list[str] = field(default_factory=list)
-    extra: list[str] = field(default_factory=list)
-    year: list[int] = field(default_factory=list)
-    month: list[int] = field(default_factory=list)
-    terms: list[str] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    lens: list[int] = field(default_factory=list)
+    ids: list[str]
+    text: dict[str, bytes]
+    lens: dict[str, np.ndarray]  # int64 byte length of each paper's text, per field
+    year: np.ndarray  # int32
+    month: np.ndarray  # int32
+    terms: DocTerms
+    n_bytes: int  # bytes of the file this chunk covers (for progress)
 
 
-def _parse_chunk(job: tuple[str, list[tuple[int, str]]]) -> _Chunk:
-    path, lines = job
-    out = _Chunk()
-    local: dict[str, int] = {}
-    for lineno, line in lines:
-        p = parse_paper_line(line, Path(path), lineno)
+def _parse_chunk(job: tuple[str, int, bytes]) -> _Chunk:
+    path_s, first, data = job
+    path = Path(path_s)
+    ids: list[str] = []
+    text: dict[str, list[bytes]] = {k: [] for k in _TEXT}
+    years: list[int] = []
+    months: list[int] = []
+    docs: list[tuple[str, str]] = []
+    for k, raw in enumerate(data.split(b"\n")):
+        if not raw.strip():
+            continue
+        p = parse_paper_line(_decode_line(raw, path, first + k), path, first + k)
         if p is None:
             continue
         if "\x00" in p.id:
-            raise CorpusError(f"{path}:{lineno}: the paper id holds a NUL character")
-        out.ids.append(p.id)
-        out.title.append(p.title)
-        out.abstract.append(p.abstract)
-        out.extra.append(json.dumps([list(p.authors), p.venue, p.url, [list(e) for e in p.external_ids]],
-                                    ensure_ascii=False))
-        out.year.append(_NO_YEAR if p.year is None else p.year)
-        out.month.append(p.month or 999912)
-        terms = document_terms(p.title, p.abstract)
-        out.tokens.extend(local.setdefault(t, len(local)) for t in terms)
-        out.lens.append(len(terms))
-    out.terms = list(local)
-    return out
+            raise CorpusError(f"{path}:{first + k}: the paper id holds a NUL character")
+        ids.append(p.id)
+        text["title"].append(p.title.encode("utf-8", "surrogatepass"))
+        text["abstract"].append(p.abstract.encode("utf-8", "surrogatepass"))
+        text["extra"].append(json.dumps([list(p.authors), p.venue, p.url, [list(e) for e in p.external_ids]],
+                                        ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        years.append(_NO_YEAR if p.year is None else p.year)
+        months.append(p.month or 999912)
+        docs.append((p.title, p.abstract))
+    return _Chunk(ids, {k: b"".join(v) for k, v in text.items()},
+                  {k: np.fromiter(map(len, v), dtype=np.int64, count=len(v)) for k, v in text.items()},
+                  np.array(years, dtype=np.int32), np.array(months, dtype=np.int32), DocTerms.of(docs), len(data))
 
 
-def _chunks(path: Path) -> Iterator[tuple[str, list[tuple[int, str]]]]:
-    block: list[tuple[int, str]] = []
-    for lineno, line in _lines(path):
-        block.append((lineno, line))
-        if len(block) >= _CHUNK_LINES:
-            yield str(path), block
-            block = []
-    if block:
-        yield str(path), block
+def _chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[str, int, bytes]]:
+    for first, data in _line_blocks(path, chunk_bytes):
+        yield str(path), first, data
 
 
-def _parsed(path: Path, workers: int) -> Iterator[_Chunk]:
+def _parsed(path: Path, workers: int, chunk_bytes: int = _CHUNK_BYTES) -> Iterator[_Chunk]:
     """:func:`_parse_chunk` over the file's blocks, in order, on ``workers`` processes (1: in this one)."""
     if workers <= 1:
-        for job in _chunks(path):
+        for job in _chunks(path, chunk_bytes):
             yield _parse_chunk(job)
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         pending: collections.deque[Future[_Chunk]] = collections.deque()
-        for job in _chunks(path):
+        for job in _chunks(path, chunk_bytes):
             pending.append(pool.submit(_parse_chunk, job))
             if len(pending) > 2 * workers:
                 yield pending.popleft().result()
@@ -304,9 +330,10 @@ def _parsed(path: Path, workers: int) -> Iterator[_Chunk]:
 
 
 class _PaperSink:
-    """Writes kept papers' columns into a store folder and their terms into a :class:`PostingsBuilder`."""
+    """Writes kept papers' columns into a store folder and their terms into a postings builder."""
 
-    def __init__(self, folder: Path, known: Callable[[str], bool], start_offsets: Mapping[str, int] | None = None):
+    def __init__(self, folder: Path, known: Callable[[str], bool] | None,
+                 postings: PostingsBuilder | PostingsWriter, start_offsets: Mapping[str, int] | None = None):
         self.folder = folder
         self.known = known
         self.index: dict[str, int] = {}
@@ -314,28 +341,31 @@ class _PaperSink:
         self.offsets = {k: array.array("q", [(start_offsets or {}).get(k, 0)]) for k in _TEXT}
         self.year = array.array("i")
         self.month = array.array("i")
-        self.postings = PostingsBuilder()
+        self.postings = postings
 
     def add(self, chunk: _Chunk) -> None:
-        keep = np.zeros(len(chunk.ids), dtype=bool)
+        index, known = self.index, self.known
+        keep = np.ones(len(chunk.ids), dtype=bool)
         for j, pid in enumerate(chunk.ids):
-            if pid in self.index or self.known(pid):
-                continue  # duplicate id: the first record wins
-            self.index[pid] = len(self.index)
-            keep[j] = True
-            for k in _TEXT:
-                data = getattr(chunk, k)[j].encode("utf-8", "surrogatepass")
-                self.files[k].write(data)
-                self.offsets[k].append(self.offsets[k][-1] + len(data))
-            self.year.append(chunk.year[j])
-            self.month.append(chunk.month[j])
-        lens = np.array(chunk.lens, dtype=np.int64)
-        tokens = np.array(chunk.tokens, dtype=np.int32)
-        if not keep.all():
-            tokens = tokens[np.repeat(keep, lens)]
-            lens = lens[keep]
-        remap = self.postings.map_local(chunk.terms)
-        self.postings.add_ids(remap[tokens] if tokens.size else tokens, lens)
+            if pid in index or (known is not None and known(pid)):
+                keep[j] = False  # duplicate id: the first record wins
+            else:
+                index[pid] = len(index)
+        whole = bool(keep.all())
+        for k in _TEXT:
+            lens = chunk.lens[k]
+            if whole:
+                self.files[k].write(chunk.text[k])
+            else:
+                ends = np.cumsum(lens).tolist()
+                blob = chunk.text[k]
+                self.files[k].write(b"".join(blob[e - n:e] for e, n, y in zip(ends, lens.tolist(), keep.tolist(),
+                                                                            strict=True) if y))
+                lens = lens[keep]
+            self.offsets[k].frombytes((np.cumsum(lens) + self.offsets[k][-1]).astype(np.int64).tobytes())
+        self.year.frombytes(chunk.year[keep].tobytes())
+        self.month.frombytes(chunk.month[keep].tobytes())
+        self.postings.add_doc_terms(chunk.terms.select(keep))
 
     def close(self) -> None:
         for f in self.files.values():
@@ -353,29 +383,91 @@ class _Edges:
     malformed: int = 0
 
 
-def _read_citations(path: Path, lookup: Callable[[str], int | None]) -> _Edges:
-    rows, cols = array.array("q"), array.array("q")
+_NOT_PLAIN = np.zeros(256, dtype=bool)  # bytes that send a block of citation lines to the line-by-line reader
+_NOT_PLAIN[[0, 11, 12, 13, 28, 29, 30, 31, 32]] = True  # NUL and what str.strip() would strip besides \t, \n
+_NOT_PLAIN[128:] = True  # non-ASCII (Unicode spaces, decoding errors)
+
+
+class _SortedIds:
+    """Positions of ids given as an ``S`` array, by binary search over the sorted ids (vectorised lookup)."""
+
+    def __init__(self, ids_sorted: np.ndarray, order: np.ndarray):
+        self.sorted, self.order = ids_sorted, order
+
+    def positions(self, keys: np.ndarray) -> np.ndarray:
+        """int64 position of each key, −1 where it is not an id."""
+        ids = self.sorted
+        if keys.dtype.itemsize > ids.dtype.itemsize:
+            ids = self.sorted = ids.astype(keys.dtype)
+        elif keys.dtype.itemsize < ids.dtype.itemsize:
+            keys = keys.astype(ids.dtype)
+        j = np.minimum(np.searchsorted(ids, keys), max(ids.size - 1, 0))
+        found = (ids[j] == keys) if ids.size else np.zeros(keys.size, dtype=bool)
+        return np.where(found, self.order[j] if ids.size else -1, -1).astype(np.int64)
+
+
+def _plain_pairs(block: bytes) -> tuple[list[bytes], list[bytes]] | None:
+    """(citing, cited) ids of a block of whole lines when every line is exactly ``ASCII-id<TAB>ASCII-id``
+    with nothing to strip (then the line-by-line reader would read the same); None otherwise."""
+    a = np.frombuffer(block, dtype=np.uint8)
+    if not a.size or a[-1] != 10 or _NOT_PLAIN[a].any():
+        return None
+    nl, tab = np.flatnonzero(a == 10), np.flatnonzero(a == 9)
+    if nl.size != tab.size or not (tab < nl).all() or not (tab[1:] > nl[:-1]).all():
+        return None
+    fields = block.replace(b"\t", b"\n").split(b"\n")
+    return fields[0:-1:2], fields[1:-1:2]
+
+
+def _read_citations(path: Path, lookup: Callable[[str], int | None], ids: _SortedIds | None = None) -> _Edges:
+    """The citation lines of ``path``: edges between known ids (positions by ``lookup``, or vectorised
+    by ``ids`` for blocks of plain lines), the lines with an unknown id (pending, in file order),
+    self-loops and malformed lines counted."""
+    row_parts: list[np.ndarray] = []
+    col_parts: list[np.ndarray] = []
     psrc: list[str] = []
     pdst: list[str] = []
     loops = malformed = 0
-    for _, line in _lines(path):
-        parts = line.rstrip("\n").split("\t")
-        if len(parts) != 2:
-            if line.strip():
-                malformed += 1
+    for first, block in _line_blocks(path):
+        pairs = _plain_pairs(block) if ids is not None else None  # (a BOM is non-ASCII: line by line)
+        if pairs is not None and ids is not None:
+            src, dst = np.array(pairs[0]), np.array(pairs[1])
+            u, v = ids.positions(src), ids.positions(dst)
+            ok = (u >= 0) & (v >= 0)
+            loop = ok & (u == v)
+            loops += int(loop.sum())
+            edge = ok & ~loop
+            row_parts.append(u[edge])
+            col_parts.append(v[edge])
+            for k in np.flatnonzero(~ok).tolist():
+                psrc.append(pairs[0][k].decode("ascii"))
+                pdst.append(pairs[1][k].decode("ascii"))
             continue
-        a, b = parts[0].strip(), parts[1].strip()
-        u, v = lookup(a), lookup(b)
-        if u is None or v is None:
-            psrc.append(a)
-            pdst.append(b)
-        elif u == v:
-            loops += 1
-        else:
-            rows.append(u)
-            cols.append(v)
-    return _Edges(np.frombuffer(rows, dtype=np.int64), np.frombuffer(cols, dtype=np.int64), psrc, pdst, loops,
-                  malformed)
+        rows, cols = array.array("q"), array.array("q")
+        for k, raw in enumerate(block.split(b"\n")[:-1] if block.endswith(b"\n") else block.split(b"\n")):
+            line = _decode_line(raw, path, first + k)
+            parts = line.split("\t")
+            if len(parts) != 2:
+                if line.strip():
+                    malformed += 1
+                continue
+            a, b = parts[0].strip(), parts[1].strip()
+            x, y = lookup(a), lookup(b)
+            if x is None or y is None:
+                psrc.append(a)
+                pdst.append(b)
+            elif x == y:
+                loops += 1
+            else:
+                rows.append(x)
+                cols.append(y)
+        row_parts.append(np.frombuffer(rows, dtype=np.int64))
+        col_parts.append(np.frombuffer(cols, dtype=np.int64))
+    return _Edges(_cat64(row_parts), _cat64(col_parts), psrc, pdst, loops, malformed)
+
+
+def _cat64(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _csr_from_keys(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -438,51 +530,81 @@ def _id_arrays(ids: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_target: Path | None = None,
-          workers: int = 1, progress: Progress = _no_progress) -> Path:
+          workers: int = 1, progress: Progress = _no_progress, chunk_bytes: int = _CHUNK_BYTES,
+          block_postings: int = 4_000_000) -> Path:
     """Parse the corpus ``folder`` into a store published at ``target`` (and its text index at
     ``index_target``); returns ``target``. CorpusError for a bad corpus file, OSError when the cache
-    cannot be written. Concurrent builders are safe: the first rename wins, the others' copies are dropped."""
+    cannot be written. Concurrent builders are safe: the first rename wins, the others' copies are dropped.
+
+    Memory is bounded whatever the corpus size (except ~100 B a paper for the id map): papers are parsed
+    and tokenised ``chunk_bytes`` of ``papers.jsonl`` at a time on ``workers`` processes, their text is
+    written as it comes, and the postings are spilled as sorted runs and merged ``block_postings`` at a
+    time (:class:`~crase_core.textindex.PostingsWriter`). Progress: text lines to ``progress`` and
+    :class:`BuildStep` reports to the hook set by :func:`reporting`."""
     papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
     start = time.perf_counter()
+    step = _STEP_HOOK.get() or (lambda _: None)
+    total_bytes = max(1, papers_path.stat().st_size)
+
+    def report(stage: str, fraction: float, message: str, *, line: bool = True) -> None:
+        if line:
+            progress(message)
+        with contextlib.suppress(Exception):  # a display that fails must not fail the build
+            step(BuildStep(stage, min(1.0, max(0.0, fraction)), message))
+
     tmp = atomic.temp_dir_beside(target)
+    itmp = atomic.temp_dir_beside(index_target) if index_target is not None else tmp / "index-tmp"
     try:
-        sink = _PaperSink(tmp, lambda _: False)
+        writer = PostingsWriter(itmp, block_postings)
+        sink = _PaperSink(tmp, None, writer)
+        done_bytes = 0
         try:
-            for chunk in _parsed(papers_path, workers):
+            for chunk in _parsed(papers_path, workers, chunk_bytes):
                 sink.add(chunk)
-                if len(sink.index) // 50_000 != (len(sink.index) - len(chunk.ids)) // 50_000:
-                    progress(f"parsed {len(sink.index):,} papers ({time.perf_counter() - start:.0f} s)")
+                done_bytes += chunk.n_bytes
+                line = len(sink.index) // 50_000 != (len(sink.index) - len(chunk.ids)) // 50_000
+                report("parse", 0.7 * done_bytes / total_bytes,
+                       f"parsed {len(sink.index):,} papers ({time.perf_counter() - start:.0f} s)", line=line)
         finally:
             sink.close()
+            writer.close()
         n = len(sink.index)
         if not n:
             raise CorpusError(f"{papers_path} holds no papers")
-        progress(f"parsed {n:,} papers; reading citations ({time.perf_counter() - start:.0f} s)")
-        edges = _read_citations(cites_path, sink.index.get)
+        report("citations", 0.7, f"parsed {n:,} papers; reading citations ({time.perf_counter() - start:.0f} s)")
+        id_arrays = _id_arrays(_s_array(list(sink.index)))
+        edges = _read_citations(cites_path, sink.index.get, _SortedIds(id_arrays["ids_sorted"], id_arrays["id_order"]))
+        del sink.index
         keys, before = np.unique(edges.rows * n + edges.cols), edges.rows.size
         dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
                    "duplicates": int(before - keys.size), "malformed": edges.malformed}
-        progress(f"{keys.size:,} citations; writing the store ({time.perf_counter() - start:.0f} s)")
-        ids = _s_array(list(sink.index))
-        arrays = {**_id_arrays(ids), "year": np.frombuffer(sink.year, dtype=np.int32),
+        report("store", 0.8, f"{keys.size:,} citations; writing the store ({time.perf_counter() - start:.0f} s)")
+        arrays = {**id_arrays, "year": np.frombuffer(sink.year, dtype=np.int32),
                   "month": np.frombuffer(sink.month, dtype=np.int32),
                   **{f"{k}_off": np.frombuffer(sink.offsets[k], dtype=np.int64) for k in _TEXT},
                   **_graph_arrays(keys, n),
                   "pending_src": _s_array(edges.pending_src), "pending_dst": _s_array(edges.pending_dst)}
-        _finish(tmp, arrays, {"name": name, "fingerprint": fingerprint, "n_papers": n, "n_refs": int(keys.size),
-                              "valid_lines": int(before), "dropped_edges": dropped})
-        postings = sink.postings.finish()
-        del arrays, keys, edges
+        del keys, edges
+        _finish(tmp, arrays, {"name": name, "fingerprint": fingerprint, "n_papers": n,
+                              "n_refs": int(arrays["refs_indices"].size), "valid_lines": int(before),
+                              "dropped_edges": dropped})
+        del arrays
+        report("index", 0.85, f"writing the text index ({time.perf_counter() - start:.0f} s)")
+        writer.finish(on_block=lambda f: report("index", 0.85 + 0.15 * f, "merging the text index", line=False))
+        if index_target is None:
+            shutil.rmtree(itmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(itmp, ignore_errors=True)
         raise
     won = atomic.publish_dir(tmp, target)
     if index_target is not None:
-        progress(f"writing the text index ({time.perf_counter() - start:.0f} s)")
-        if not index_target.is_dir():
-            publish_index(postings, index_target)
-    progress(f"built {name}: {n:,} papers in {time.perf_counter() - start:.1f} s" + ("" if won else " (another "
-             "process published the same store first; using it)"))
+        if index_target.is_dir():
+            shutil.rmtree(itmp, ignore_errors=True)
+        else:
+            atomic.publish_dir(itmp, index_target)
+    report("done", 1.0, f"built {name}: {n:,} papers in {time.perf_counter() - start:.1f} s" + ("" if won else
+           " (another process published the same store first; using it)"))
     return target
 
 
@@ -609,7 +731,7 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
     tmp = atomic.temp_dir_beside(target)
     try:
         _copy_text(old_path, tmp)
-        sink = _PaperSink(tmp, lambda pid: old_index.get_pos(pid) is not None, old_offsets)
+        sink = _PaperSink(tmp, lambda pid: old_index.get_pos(pid) is not None, PostingsBuilder(), old_offsets)
         try:
             for chunk in _parsed(new_papers, 1):
                 sink.add(chunk)
@@ -675,6 +797,7 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
                   "pending_dst": _concat_s(kept_dst, _s_array(edges.pending_dst))}
         _finish(tmp, arrays, {"name": meta.get("name"), "fingerprint": fingerprint, "n_papers": n,
                               "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped})
+        assert isinstance(sink.postings, PostingsBuilder)
         new_postings = sink.postings.finish()
         del arrays, keys
     except BaseException:

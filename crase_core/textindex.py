@@ -25,13 +25,14 @@ import math
 import os
 import shutil
 import time
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import text as _text
 from .atomic import publish_dir, temp_dir_beside
 from .cache import cache_root
 from .corpus import Corpus
@@ -47,6 +48,87 @@ _ARRAYS = ("vocab", "indptr", "docs", "tf", "doc_len")
 
 def document_terms(title: str, abstract: str) -> list[str]:
     return content_terms(f"{title} {title} {abstract}")
+
+
+_WORD_TERMS: dict[str, str] = {}  # word → its stem, "" when content_words drops it (this process's memo)
+_WORD_TERMS_MAX = 2_000_000
+
+
+def _document_words(title: str, abstract: str) -> list[str]:
+    """``text.words`` of the document text; on ASCII text the whole string is lower-cased once (same tokens)."""
+    doc = f"{title} {title} {abstract}"
+    if not doc.isascii():
+        return _text.words(doc)
+    if "\\" in doc:
+        doc = _text._TEX_COMMAND.sub(lambda m: " " + m.group(0)[1:] + " ", doc)
+    return _text._WORD.findall(doc.lower())
+
+
+def document_term_ids(docs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """:func:`document_terms` of many (title, abstract) pairs at once: ``(terms, token_ids, lens)`` where
+    document j's terms are ``terms[i]`` for the ``lens[j]`` ids of ``token_ids`` after the previous
+    documents'. Equal, token for token, to calling :func:`document_terms` on each; about 5× faster (each
+    distinct word is filtered and stemmed once, the tokens are mapped in C)."""
+    flat: list[str] = []
+    lens = np.empty(len(docs), dtype=np.int64)
+    for j, (title, abstract) in enumerate(docs):
+        ws = _document_words(title, abstract)
+        flat.extend(ws)
+        lens[j] = len(ws)
+    table = _WORD_TERMS
+    distinct = set(flat)
+    missing = [w for w in distinct if w not in table]
+    if len(table) + len(missing) > _WORD_TERMS_MAX:
+        table.clear()
+        missing = list(distinct)
+    keep = [w for w in missing if w not in _text.STOPWORDS and (len(w) > 1 or w.isdigit())]
+    table.update(dict.fromkeys(missing, ""))
+    table.update(zip(keep, map(_text.stem, keep), strict=True))
+    local: dict[str, int] = {}
+    word_id = {w: (local.setdefault(s, len(local)) if (s := table[w]) else -1) for w in distinct}
+    ids = np.fromiter(map(word_id.__getitem__, flat), dtype=np.int32, count=len(flat))
+    kept = ids >= 0
+    if not kept.all():
+        doc = np.repeat(np.arange(len(docs), dtype=np.int64), lens)
+        lens = np.bincount(doc[kept], minlength=len(docs)).astype(np.int64)
+        ids = ids[kept]
+    return list(local), ids, lens
+
+
+@dataclass
+class DocTerms:
+    """Documents' postings, ready to add: ``(term, doc, tf)`` triples sorted by term then doc (``doc`` local
+    to the batch, ``term`` an index into ``terms``) and each document's length."""
+
+    terms: list[str]
+    term: np.ndarray  # int32
+    doc: np.ndarray  # int32
+    tf: np.ndarray  # uint16 or int32
+    lens: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, docs: Sequence[tuple[str, str]]) -> DocTerms:
+        terms, ids, lens = document_term_ids(docs)
+        return cls.from_ids(terms, ids, lens)
+
+    @classmethod
+    def from_ids(cls, terms: list[str], ids: np.ndarray, lens: np.ndarray) -> DocTerms:
+        n = int(lens.size)
+        if not ids.size:
+            z = np.zeros(0, dtype=np.int32)
+            return cls(terms, z, z, np.zeros(0, dtype=np.uint16), lens.astype(np.int64))
+        local = np.repeat(np.arange(n, dtype=np.int64), lens)
+        keys, tf = np.unique(ids.astype(np.int64) * n + local, return_counts=True)
+        return cls(terms, (keys // n).astype(np.int32), (keys % n).astype(np.int32),
+                   tf.astype(np.uint16 if int(tf.max()) < 2**16 else np.int32), lens.astype(np.int64))
+
+    def select(self, keep: np.ndarray) -> DocTerms:
+        """Only the documents where ``keep`` (bool, one per document) is set, renumbered in order."""
+        if keep.all():
+            return self
+        new_pos = np.cumsum(keep) - 1
+        m = keep[self.doc]
+        return DocTerms(self.terms, self.term[m], new_pos[self.doc[m]].astype(np.int32), self.tf[m], self.lens[keep])
 
 
 def _remove_damaged(path: Path) -> None:
@@ -128,6 +210,17 @@ class Postings:
         return {k: getattr(self, k) for k in _ARRAYS}
 
 
+def _global_ids(builder: PostingsBuilder | PostingsWriter, batch: DocTerms) -> np.ndarray:
+    """``batch.term`` as the builder's term ids; only stems that occur get one (a dropped document's do not)."""
+    if not batch.term.size:
+        return batch.term
+    used = np.zeros(len(batch.terms), dtype=bool)
+    used[batch.term] = True
+    ids = np.full(len(batch.terms), -1, dtype=np.int32)
+    ids[used] = builder.map_local([batch.terms[i] for i in np.flatnonzero(used).tolist()])
+    return ids[batch.term]
+
+
 class PostingsBuilder:
     """Collects documents' term lists in order and assembles :class:`Postings` (vectorised, chunk by chunk)."""
 
@@ -140,21 +233,28 @@ class PostingsBuilder:
 
     def add_ids(self, token_ids: np.ndarray, lens: np.ndarray) -> None:
         """Add ``len(lens)`` documents whose term ids (of :attr:`term_ids`) are ``token_ids``, concatenated."""
-        n = int(lens.size)
-        if n == 0:
-            return
-        local = np.repeat(np.arange(n, dtype=np.int64), lens)
-        keys, tf = np.unique(token_ids.astype(np.int64) * n + local, return_counts=True)
-        self._max_tf = max(self._max_tf, int(tf.max(initial=0)))
-        self._chunks.append(((keys // n).astype(np.int32), (keys % n + self.n_docs).astype(np.int32),
-                             tf.astype(np.uint16 if tf.max(initial=0) < 2**16 else np.int32)))
-        self._lens.append(lens.astype(np.int32))
-        self.n_docs += n
+        if lens.size:
+            self._add_runs(DocTerms.from_ids([], token_ids, lens))
+
+    def add_doc_terms(self, batch: DocTerms) -> None:
+        """Add the documents of ``batch`` (its terms mapped to this builder's ids)."""
+        if batch.lens.size:
+            self._add_runs(DocTerms([], _global_ids(self, batch), batch.doc, batch.tf, batch.lens))
+
+    def _add_runs(self, b: DocTerms) -> None:
+        self._max_tf = max(self._max_tf, int(b.tf.max(initial=0)))
+        self._chunks.append((b.term, (b.doc + self.n_docs).astype(np.int32), b.tf))
+        self._lens.append(b.lens.astype(np.int32))
+        self.n_docs += int(b.lens.size)
 
     def add(self, docs: Sequence[Sequence[str]]) -> None:
         ids = self.term_ids
         flat = [ids.setdefault(t, len(ids)) for d in docs for t in d]
         self.add_ids(np.array(flat, dtype=np.int32), np.array([len(d) for d in docs], dtype=np.int64))
+
+    def add_texts(self, docs: Sequence[tuple[str, str]]) -> None:
+        """Add documents given as (title, abstract) pairs (tokenised with :func:`document_term_ids`)."""
+        self.add_doc_terms(DocTerms.of(docs))
 
     def map_local(self, local_terms: Sequence[str]) -> np.ndarray:
         """Global ids for a worker's local vocabulary (new stems get new ids)."""
@@ -190,6 +290,148 @@ class PostingsBuilder:
             fill[run_terms] += run_len
         doc_len = np.concatenate(self._lens) if self._lens else np.zeros(0, dtype=np.int32)
         return Postings(vocab, indptr, docs, _compact_tf(tfs), doc_len, int(doc_len.sum(dtype=np.int64)))
+
+
+def _npy_header(f: Any, dtype: np.dtype[Any], n: int) -> None:
+    """The header ``np.save`` writes for a 1-D array of ``n`` items of ``dtype`` (format 1.0)."""
+    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                                             "shape": (n,)})
+
+
+class PostingsWriter:
+    """Builds the index into ``folder`` in memory bounded by ``block_postings``, whatever the corpus size.
+
+    Like :class:`PostingsBuilder`, but every batch's postings are spilled to disk as a sorted run (by the
+    first two bytes of the stem, then stem, then document) and :meth:`finish` merges the runs block by
+    block: a block is a range of two-byte stem prefixes (which is a contiguous range of the sorted
+    vocabulary) holding about ``block_postings`` postings, read from every run, ordered by stem and
+    written out. The files are byte for byte those of :func:`save_postings` on :class:`PostingsBuilder`'s
+    result (``tests/test_corpus_store.py``). Memory: the vocabulary, a few bytes per document, and one
+    block (~40 B a posting).
+    """
+
+    _SPILL = ("term", "doc", "tf")
+
+    def __init__(self, folder: Path, block_postings: int = 4_000_000):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.block_postings = max(1, block_postings)
+        self.term_ids: dict[str, int] = {}
+        self._encoded: list[bytes] = []
+        self._bucket = np.zeros(1024, dtype=np.int32)  # first two bytes of each stem, by term id
+        self._df = np.zeros(1024, dtype=np.int64)
+        self._runs: list[tuple[int, np.ndarray, np.ndarray]] = []  # (start in the spill, buckets, their starts)
+        self._spilled = 0
+        self._lens: list[np.ndarray] = []
+        self._max_tf = 0
+        self.n_docs = 0
+        self._files = {k: open(folder / f"spill-{k}.bin", "wb") for k in self._SPILL}  # noqa: SIM115 (finish)
+
+    def map_local(self, local_terms: Sequence[str]) -> np.ndarray:
+        ids = self.term_ids
+        first_new = len(ids)
+        out = np.array([ids.setdefault(t, len(ids)) for t in local_terms], dtype=np.int32)
+        if len(ids) > first_new:
+            new = [t.encode("utf-8", "surrogatepass") for t in list(ids)[first_new:]]
+            self._encoded.extend(new)
+            if len(ids) > self._bucket.size:
+                size = max(len(ids), 2 * self._bucket.size)
+                self._bucket = np.resize(self._bucket, size)
+                self._df = np.concatenate([self._df, np.zeros(size - self._df.size, dtype=np.int64)])
+            self._bucket[first_new:len(ids)] = [(b[0] << 8 | (b[1] if len(b) > 1 else 0)) if b else 0 for b in new]
+        return out
+
+    def add_doc_terms(self, batch: DocTerms) -> None:
+        if not batch.lens.size:
+            return
+        term = _global_ids(self, batch)
+        buckets = self._bucket[term]
+        order = np.argsort(buckets, kind="stable")  # (term, doc) order kept within a bucket
+        buckets = buckets[order]
+        self._files["term"].write(term[order].astype(np.int32).tobytes())
+        self._files["doc"].write((batch.doc[order].astype(np.int64) + self.n_docs).astype(np.int32).tobytes())
+        self._files["tf"].write(batch.tf[order].astype(np.int32).tobytes())
+        vals, starts = np.unique(buckets, return_index=True)
+        self._runs.append((self._spilled, vals, np.append(starts, buckets.size)))
+        self._spilled += int(buckets.size)
+        self._df[:len(self.term_ids)] += np.bincount(term, minlength=len(self.term_ids))
+        self._max_tf = max(self._max_tf, int(batch.tf.max(initial=0)))
+        self._lens.append(batch.lens.astype(np.int32))
+        self.n_docs += int(batch.lens.size)
+
+    def add_texts(self, docs: Sequence[tuple[str, str]]) -> None:
+        self.add_doc_terms(DocTerms.of(docs))
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+
+    def _read(self, name: str, lo: int, hi: int) -> np.ndarray:
+        return np.fromfile(self.folder / f"spill-{name}.bin", dtype=np.int32, count=hi - lo, offset=4 * lo)
+
+    def finish(self, extra: Mapping[str, Any] | None = None, on_block: Callable[[float], None] | None = None) -> None:
+        """Merge the runs and write the index files and ``meta.json`` into the folder (spill files removed);
+        ``on_block(fraction merged)`` after each block."""
+        self.close()
+        n_terms = len(self.term_ids)
+        vocab = _sorted_terms(self.term_ids)
+        rank = np.empty(n_terms, dtype=np.int64)
+        if n_terms:
+            rank[np.argsort(np.array(self._encoded, dtype=vocab.dtype), kind="stable")] = np.arange(n_terms)
+        df = np.zeros(n_terms, dtype=np.int64)
+        df[rank] = self._df[:n_terms]
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        tf_dtype = np.dtype(np.uint16 if self._max_tf < 2**16 else np.int32)
+        total = np.zeros(1 << 16, dtype=np.int64)
+        for _, vals, starts in self._runs:
+            total[vals] += np.diff(starts)
+        cuts = [0]
+        acc = 0
+        for b in np.flatnonzero(total).tolist():  # consecutive buckets up to block_postings a block
+            if acc and acc + int(total[b]) > self.block_postings:
+                cuts.append(b)
+                acc = 0
+            acc += int(total[b])
+        cuts.append(1 << 16)
+        shapes: dict[str, list[Any]] = {}
+
+        def save(name: str, array: np.ndarray) -> None:
+            np.save(self.folder / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+
+        save("vocab", vocab)
+        save("indptr", indptr)
+        n_post = int(indptr[-1])
+        with open(self.folder / "docs.npy", "wb") as fd, open(self.folder / "tf.npy", "wb") as ft:
+            _npy_header(fd, np.dtype(np.int32), n_post)
+            _npy_header(ft, tf_dtype, n_post)
+            for i, (blo, bhi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+                if on_block is not None:
+                    on_block(i / max(1, len(cuts) - 1))
+                parts: dict[str, list[np.ndarray]] = {k: [] for k in self._SPILL}
+                for base, vals, starts in self._runs:
+                    i0, i1 = np.searchsorted(vals, [blo, bhi]).tolist()
+                    lo, hi = base + int(starts[i0]), base + int(starts[i1])
+                    if hi > lo:
+                        for k in self._SPILL:
+                            parts[k].append(self._read(k, lo, hi))
+                if not parts["term"]:
+                    continue
+                term = np.concatenate(parts["term"])
+                order = np.argsort(rank[term], kind="stable")  # by stem; runs in order, so docs ascend
+                del term
+                fd.write(np.concatenate(parts["doc"])[order].tobytes())
+                ft.write(np.concatenate(parts["tf"])[order].astype(tf_dtype).tobytes())
+        for k in self._SPILL:
+            (self.folder / f"spill-{k}.bin").unlink()
+        doc_len = np.concatenate(self._lens) if self._lens else np.zeros(0, dtype=np.int32)
+        save("doc_len", doc_len)
+        for name in _ARRAYS:
+            a = np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            shapes[name] = [a.dtype.str, list(a.shape), (self.folder / f"{name}.npy").stat().st_size]
+        meta = {"format": _FORMAT, "version": INDEX_VERSION, "k1": K1, "b": B,
+                "sum_doc_len": int(doc_len.sum(dtype=np.int64)), "arrays": shapes, **(extra or {})}
+        (self.folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
 
 
 def _compact_tf(tf: np.ndarray) -> np.ndarray:
@@ -333,13 +575,13 @@ class TextIndex:
         start = time.perf_counter()
         log.info("building the BM25 index for %s papers of %s", f"{len(corpus):,}", corpus.name)
         builder = PostingsBuilder()
-        batch: list[list[str]] = []
+        batch: list[tuple[str, str]] = []
         for p in corpus.papers:
-            batch.append(document_terms(p.title, p.abstract))
+            batch.append((p.title, p.abstract))
             if len(batch) >= 20_000:
-                builder.add(batch)
+                builder.add_texts(batch)
                 batch = []
-        builder.add(batch)
+        builder.add_texts(batch)
         return cls(builder.finish(), time.perf_counter() - start)
 
     def term_id(self, term: str) -> int | None:
