@@ -24,6 +24,33 @@ def _progress(line: str) -> None:
     print(f"crase corpus: {printable(line)}", file=sys.stderr, flush=True)
 
 
+def _quiet(_: str) -> None:  # on a terminal the bar says it all
+    pass
+
+
+class ProgressBar:
+    """Shows :class:`corpus_store.BuildStep` reports on a stream: a bar redrawn in place on a terminal
+    (``[#######.............]  35% parse: parsed 175,000 papers``), else one line per tenth of the build."""
+
+    def __init__(self, stream: Any = None, width: int = 30):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._tenth = -1
+
+    def __call__(self, step: corpus_store.BuildStep) -> None:
+        pct = int(step.fraction * 100)
+        if self.tty:
+            filled = int(step.fraction * self.width)
+            end = "\n" if step.stage == "done" else ""
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {pct:3d}% "
+                              f"{printable(step.stage)}: {printable(step.message)[:60]:<60}{end}")
+            self.stream.flush()
+        elif pct // 10 > self._tenth:
+            self._tenth = pct // 10
+            print(f"crase corpus: {pct:3d}% {printable(step.stage)}", file=self.stream, flush=True)
+
+
 def _folder(arg: Path | None) -> Path:
     folder = Path(arg or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     if not folder.is_dir():
@@ -40,7 +67,9 @@ def _size_mb(path: Path | None) -> float:
 def cmd_build(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
     start = time.perf_counter()
-    corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_progress)
+    bar = ProgressBar()
+    with corpus_store.reporting(bar):
+        corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
     index = TextIndex.for_corpus(corpus)
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
           f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}, "

@@ -34,6 +34,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -179,6 +180,32 @@ class StorePapers(Sequence[Paper]):
     def ids_of(self, positions: Sequence[int] | np.ndarray) -> list[str]:
         """The ids of the papers at ``positions``, in order (without building the papers)."""
         return [b.decode("utf-8", "surrogatepass") for b in self._c.ids[np.asarray(positions, dtype=np.int64)].tolist()]
+
+    def texts(self, name: str) -> Iterator[str]:
+        """Every paper's ``title``/``abstract`` text in order, read from the mapped column (no Paper is built)."""
+        off, blob = self._c.offsets[name], self._c.text[name]
+        step = 65_536
+        for lo in range(0, len(self), step):
+            ends = off[lo:lo + step + 1].tolist()
+            data = blob[ends[0]:ends[-1]].tobytes()
+            base = ends[0]
+            for a, b in zip(ends[:-1], ends[1:], strict=True):
+                yield data[a - base:b - base].decode("utf-8", "surrogatepass")
+
+    def containing(self, name: str, needle: bytes, window: int = 1 << 26) -> np.ndarray:
+        """Ascending positions of the papers whose ``name`` column (UTF-8) holds ``needle`` (ASCII letters
+        compared case-insensitively): a scan of one mapped column, no Paper built."""
+        off, blob = self._c.offsets[name], self._c.text[name]
+        pattern = re.compile(re.escape(needle), re.IGNORECASE)
+        hits: list[int] = []
+        step = max(1, window)
+        total = int(off[-1]) if off.size else 0
+        for lo in range(0, total, step):  # overlapping windows, so a match across a boundary is seen
+            data = blob[lo:min(total, lo + step + len(needle))].tobytes()
+            hits.extend(lo + m.start() for m in pattern.finditer(data) if m.start() < step)
+        if not hits:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.searchsorted(off, np.array(hits, dtype=np.int64), side="right") - 1)
 
     def _paper(self, i: int) -> Paper:
         p = self._cache.get(i)

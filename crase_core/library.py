@@ -254,7 +254,12 @@ def _local_arxiv_map(source: object) -> dict[str, str] | None:
     cached = _arxiv_maps.get(fingerprint)
     if cached is None:
         cached = {}
-        for p in corpus.papers:
+        papers = corpus.papers
+        # a store-backed corpus: only the papers whose external ids mention arXiv are built (a scan of one column)
+        containing = getattr(papers, "containing", None)
+        positions = containing("extra", b'"arxiv"') if containing is not None else range(len(papers))
+        for i in positions:
+            p = papers[int(i)]
             aid = paper_arxiv_id(p)
             if aid:
                 cached.setdefault(aid, p.id)

@@ -149,7 +149,9 @@ class FieldVocabulary:
     @classmethod
     def from_source(cls, source: Any) -> FieldVocabulary:
         """From a :class:`~crase_core.sources.local.LocalSource` (its text index and corpus titles)."""
-        return cls.build(source.text_index, (p.title for p in source.corpus.papers))
+        papers = source.corpus.papers
+        texts = getattr(papers, "texts", None)  # a store-backed corpus: titles read from the mapped column
+        return cls.build(source.text_index, texts("title") if texts is not None else (p.title for p in papers))
 
     def docs(self, st: str) -> np.ndarray:
         tid = self.vocab.get(st)

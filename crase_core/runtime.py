@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import cast
 
-from . import environment
+from . import corpus_store, environment
 from .backends import ModelBackend, offline_backend
 from .cache import ResultCache
 from .errors import InputError
@@ -101,8 +101,22 @@ BACKEND_FACTORIES: dict[str, Callable[[RuntimeConfig, PaperSource], ModelBackend
 }
 
 
-def build_engine(config: RuntimeConfig | None = None, source_filter: SourceFilter | None = None) -> Engine:
-    """An :class:`Engine` for ``config``; ``source_filter`` hides papers (leakage-free evaluation)."""
+BuildStep = corpus_store.BuildStep  # what ``build_progress`` receives: stage, fraction (0–1), message
+
+
+def build_engine(config: RuntimeConfig | None = None, source_filter: SourceFilter | None = None, *,
+                 build_progress: Callable[[BuildStep], None] | None = None) -> Engine:
+    """An :class:`Engine` for ``config``; ``source_filter`` hides papers (leakage-free evaluation).
+
+    When the local corpus's store must be built first (first use of a corpus folder, or a damaged store),
+    ``build_progress`` receives :class:`BuildStep` reports while it is built (in this thread; a stage name,
+    the fraction of the build done and a line for people), for a progress bar; an opened store reports
+    nothing."""
+    with corpus_store.reporting(build_progress):
+        return _build_engine(config, source_filter)
+
+
+def _build_engine(config: RuntimeConfig | None, source_filter: SourceFilter | None) -> Engine:
     config = config or RuntimeConfig()
     try:
         make_source = SOURCE_FACTORIES[config.source]

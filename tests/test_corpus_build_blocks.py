@@ -178,3 +178,48 @@ def test_bad_line_in_a_later_block_names_its_line(tmp_path):
     with pytest.raises(CorpusError, match=r"papers.jsonl:83: not UTF-8 text \(byte 0xff at column 28\)"):
         corpus_store.build(folder, "fp", tmp_path / "s", "c", index_target=tmp_path / "i", chunk_bytes=200)
     assert not list(tmp_path.glob(".s.*")) and not list(tmp_path.glob(".i.*"))  # temp folders removed
+
+
+def test_build_engine_reports_the_first_build_only(tmp_path, monkeypatch):
+    from crase_core.runtime import RuntimeConfig, build_engine
+
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = _corpus(tmp_path / "engine-corpus")
+    steps: list[corpus_store.BuildStep] = []
+    engine = build_engine(RuntimeConfig(corpus_dir=str(folder)), build_progress=steps.append)
+    assert len(engine.source.corpus) == 240  # type: ignore[attr-defined]
+    assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
+    later: list[corpus_store.BuildStep] = []
+    corpus_store.open_or_build(folder)  # built: opened, nothing to report
+    with corpus_store.reporting(later.append):
+        corpus_store.open_or_build(folder)
+    assert later == []
+
+
+def test_store_papers_read_columns_without_building_papers(tmp_path):
+    folder = _corpus(tmp_path / "c")
+    with open(folder / "papers.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "A1", "title": "t", "arxiv": "hep-th/9901001"}) + "\n")
+        f.write(json.dumps({"id": "A2", "title": "u", "arxiv": "0704.0001"}) + "\n")
+    store = corpus_store.open_store(corpus_store.build(folder, "fp", tmp_path / "s", "c"))
+    parsed = load_corpus(folder)
+    assert list(store.papers.texts("title")) == [p.title for p in parsed.papers]  # type: ignore[attr-defined]
+    assert list(store.papers.texts("abstract")) == [p.abstract for p in parsed.papers]  # type: ignore[attr-defined]
+    assert not store.papers._cache  # type: ignore[attr-defined]
+    for window in (1 << 26, 7, 1):  # windows shorter than a record: matches across their ends are found once
+        found = store.papers.containing("extra", b'"ARXIV"', window=window)  # type: ignore[attr-defined]
+        assert found.tolist() == [240, 241]
+
+
+def test_library_map_builds_only_papers_with_arxiv_ids(tmp_path, monkeypatch):
+    from crase_core import library
+
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = _corpus(tmp_path / "c")
+    with open(folder / "papers.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "A1", "title": "t", "arxiv": "hep-th/9901001"}) + "\n")
+    from crase_core.sources.local import LocalSource
+
+    src = LocalSource.open(folder)
+    assert library._local_arxiv_map(src) == {"hep-th/9901001": "A1"}
+    assert set(src.corpus.papers._cache) == {240}  # type: ignore[attr-defined]
