@@ -416,21 +416,45 @@ _NOT_PLAIN[128:] = True  # non-ASCII (Unicode spaces, decoding errors)
 
 
 class _SortedIds:
-    """Positions of ids given as an ``S`` array, by binary search over the sorted ids (vectorised lookup)."""
+    """Positions of ids given as an ``S`` array (vectorised lookup): by binary search over a 64-bit hash
+    of every id (numeric, fast) when the hashes of the corpus's ids are distinct, else over the sorted
+    ids themselves; a found position is always confirmed by comparing the ids."""
 
     def __init__(self, ids_sorted: np.ndarray, order: np.ndarray):
         self.sorted, self.order = ids_sorted, order
+        h = _hash_ids(ids_sorted)
+        self._hash_order = np.argsort(h, kind="stable")
+        self._hashes = h[self._hash_order]
+        self._by_hash = bool(h.size) and not bool((self._hashes[1:] == self._hashes[:-1]).any())
 
     def positions(self, keys: np.ndarray) -> np.ndarray:
         """int64 position of each key, −1 where it is not an id."""
         ids = self.sorted
+        if not ids.size or not keys.size:
+            return np.full(keys.size, -1, dtype=np.int64)
         if keys.dtype.itemsize > ids.dtype.itemsize:
             ids = self.sorted = ids.astype(keys.dtype)
         elif keys.dtype.itemsize < ids.dtype.itemsize:
             keys = keys.astype(ids.dtype)
-        j = np.minimum(np.searchsorted(ids, keys), max(ids.size - 1, 0))
-        found = (ids[j] == keys) if ids.size else np.zeros(keys.size, dtype=bool)
-        return np.where(found, self.order[j] if ids.size else -1, -1).astype(np.int64)
+        if self._by_hash:
+            hk = _hash_ids(keys)
+            k = np.minimum(np.searchsorted(self._hashes, hk), ids.size - 1)
+            j = self._hash_order[k]
+        else:
+            j = np.minimum(np.searchsorted(ids, keys), ids.size - 1)
+        found = ids[j] == keys
+        return np.where(found, self.order[j], -1).astype(np.int64)
+
+
+def _hash_ids(a: np.ndarray) -> np.ndarray:
+    """A 64-bit polynomial hash of each ``S`` value (its bytes, NUL padding excluded by construction)."""
+    w = a.dtype.itemsize
+    m = np.frombuffer(a.tobytes(), dtype=np.uint8).reshape(a.size, w)
+    h = np.zeros(a.size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in range(w):  # w is small (an id's length): one vectorised step per byte
+            h = h * np.uint64(1099511628211) + m[:, c].astype(np.uint64)
+    return h
 
 
 def _plain_pairs(block: bytes) -> tuple[list[bytes], list[bytes]] | None:
