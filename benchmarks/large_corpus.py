@@ -9,7 +9,10 @@ attachment (hubs) — or uses ``--corpus DIR`` (e.g. the embedded hep-th corpus)
 * opening the built corpus and index in a fresh process (``LocalSource.open``; imports timed apart),
 * ``crase query`` for 20 queries drawn from the corpus's own titles, each in a fresh process: wall time
   and peak RSS with a cold result cache, then again with a warm one; stage times from the trace,
-* ``crase corpus add`` of the batch (wall, RSS), and an open after it.
+* ``crase corpus add`` of the batch (wall, RSS), and an open after it,
+* ``crase eval --workers 2`` over a few of those queries: each worker's RSS, PSS and the share of its
+  resident memory that is shared (the corpus mapped once, its pages shared by the workers),
+* the load average (1 min) at the start of every phase, next to its numbers.
 
 Every child's peak RSS is its own ``ru_maxrss``. Prints one JSON object. Usage::
 
@@ -20,6 +23,7 @@ Every child's peak RSS is its own ``ru_maxrss``. Prints one JSON object. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -174,10 +178,70 @@ def _median(xs: list[float]) -> float:
     return round(statistics.median(xs), 3) if xs else float("nan")
 
 
-def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queries: int) -> dict[str, object]:
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _smaps_rollup(pid: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            key, value = line.split(":", 1)
+            out[key] = int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(x) for x in (task / "children").read_text().split()]
+    return kids
+
+
+def eval_sharing(folder: Path, env: dict[str, str], queries: list[str], work: Path) -> dict[str, object]:
+    """``crase eval --workers 2`` over ``queries``; every worker's peak RSS and PSS and its shared memory (MB),
+    sampled from /proc every 0.1 s (PSS counts a page shared by k processes as 1/k)."""
+    bench = work / "bench.jsonl"
+    bench.write_text("".join(json.dumps({"qid": f"q{i}", "query": q, "relevant": ["P0000000"]}) + "\n"
+                             for i, q in enumerate(queries)), encoding="utf-8")
+    out = work / "eval-out"
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "crase_core.cli", "eval", str(bench), "--out", str(out), "--workers",
+                             "2", "--corpus", str(folder), "--no-cache", "--fresh"], env=env, cwd=str(REPO),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak: dict[int, dict[str, int]] = {}
+    parent: dict[str, int] = {}
+    while proc.poll() is None:
+        for kid in _children(proc.pid):
+            r = _smaps_rollup(kid)
+            if r and r.get("Rss", 0) >= peak.get(kid, {}).get("Rss", 0):
+                peak[kid] = r
+        r = _smaps_rollup(proc.pid)
+        if r.get("Rss", 0) >= parent.get("Rss", 0):
+            parent = r
+        time.sleep(0.1)
+    err = proc.stderr.read() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"crase eval failed ({proc.returncode}): {err[-2000:]}")
+
+    def mb(r: dict[str, int], *keys: str) -> float:
+        return round(sum(r.get(k, 0) for k in keys) / 1024, 1)
+
+    return {"eval_wall_s": round(time.perf_counter() - t0, 1), "eval_parent_rss_mb": mb(parent, "Rss"),
+            "eval_workers": [{"rss_mb": mb(r, "Rss"), "pss_mb": mb(r, "Pss"),
+                              "shared_mb": mb(r, "Shared_Clean", "Shared_Dirty"),
+                              "private_mb": mb(r, "Private_Clean", "Private_Dirty")} for r in peak.values()]}
+
+
+def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queries: int,
+            eval_queries: int = 4) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASE_", "OPENAI_", "S2_"))}
     env.update(PYTHONPATH=str(REPO), CRASE_CACHE_DIR=str(cache))
-    res: dict[str, object] = {}
+    res: dict[str, object] = {"load_at_build": _load()}
     wall, rss, out, err = _run(["corpus", "build", str(folder), "--workers", str(workers)], env)
     res.update(build_s=round(wall, 1), build_cpu_s=_cpu(err), build_peak_rss_mb=round(rss))
     res["store_mb"] = round(_dir_mb(cache / "corpus"), 1)
@@ -185,11 +249,13 @@ def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queri
     res["source_files_mb"] = round(sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 2**20, 1)
 
     queries = _queries(folder, int(out.split(": ", 1)[1].split(" papers")[0].replace(",", "")), n_queries)
+    res["load_at_open"] = _load()
     opens = [json.loads(subprocess.run([sys.executable, "-c", _OPEN, str(folder), q], env=env, capture_output=True,
                                        text=True, check=True, cwd=str(REPO)).stdout) for q in queries[:5]]
     res.update(open_s_median=_median([o["open_s"] for o in opens]), import_s_median=_median([o["import_s"] for o in opens]),
                search_s_median=_median([o["search_s"] for o in opens]), open_rss_mb=round(max(o["rss_mb"] for o in opens)))
 
+    res["load_at_queries"] = _load()
     cold, warm, rss_q, stages, sizes = [], [], [], [], []
     trace = cache.parent / "trace.json"
     for q in queries:
@@ -208,7 +274,12 @@ def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queri
                    graph_edges_median=_median([float(e) for _, e in sizes]))
     res["stage_s_median_warm"] = {k: _median([s.get(k, 0.0) for s in stages]) for k in stages[0]} if stages else {}
 
+    res["load_after_queries"] = _load()
+    if eval_queries:
+        res["load_at_eval"] = _load()
+        res.update(eval_sharing(folder, env, queries[:eval_queries], cache.parent))
     if batch is not None:
+        res["load_at_append"] = _load()
         wall, rss, out, err = _run(["corpus", "add", str(folder), str(batch)], env)
         res.update(append_s=round(wall, 1), append_cpu_s=_cpu(err), append_peak_rss_mb=round(rss),
                    append_result=out.strip())
@@ -227,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--append-share", type=float, default=0.01, help="batch appended after the build (0: none)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--eval-queries", type=int, default=4, help="queries for the 2-worker `crase eval` (0: skip)")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     ap.add_argument("--reuse-cache", action="store_true", help="with --keep: keep the built store (measure opens "
                     "and queries again without rebuilding)")
@@ -256,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             generate(batch, n_batch, args.refs, start=n)
             results["append_papers"] = n_batch
         has_batch = (batch / "papers.jsonl").is_file() and (n is None or n_batch > 0)
-        results.update(measure(folder, batch if has_batch else None, cache, args.workers, args.queries))
+        results.update(measure(folder, batch if has_batch else None, cache, args.workers, args.queries,
+                               args.eval_queries))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -367,7 +367,11 @@ class PostingsWriter:
             f.close()
 
     def _read(self, name: str, lo: int, hi: int) -> np.ndarray:
-        return np.fromfile(self.folder / f"spill-{name}.bin", dtype=np.int32, count=hi - lo, offset=4 * lo)
+        """Entries ``lo:hi`` of a spill file; OSError when the file is shorter (truncated under us)."""
+        a = np.fromfile(self.folder / f"spill-{name}.bin", dtype=np.int32, count=hi - lo, offset=4 * lo)
+        if a.size != hi - lo:
+            raise OSError(f"spill file spill-{name}.bin is truncated ({a.size} of {hi - lo} entries at {lo})")
+        return a
 
     def finish(self, extra: Mapping[str, Any] | None = None, on_block: Callable[[float], None] | None = None) -> None:
         """Merge the runs and write the index files and ``meta.json`` into the folder (spill files removed);
