@@ -464,11 +464,12 @@ def append_postings(old: Postings, new: Postings) -> Postings:
     old_end = np.cumsum(old_counts)
     at = np.repeat(old_end[new_ids], new_df)
     shift = np.int32(old.n_docs)
-    docs = np.insert(np.asarray(old.docs), at, np.asarray(new.docs) + shift)
-    tf = np.insert(np.asarray(old.tf).astype(np.int32), at, np.asarray(new.tf).astype(np.int32))
+    docs = np.insert(np.asarray(old.docs), at, (np.asarray(new.docs) + shift).astype(np.int32))
+    tf_dtype = np.result_type(old.tf.dtype, new.tf.dtype)  # no int32 copy of a uint16 column
+    tf = np.insert(np.asarray(old.tf).astype(tf_dtype, copy=False), at, np.asarray(new.tf).astype(tf_dtype))
     doc_len = np.concatenate([np.asarray(old.doc_len), np.asarray(new.doc_len)])
-    return Postings(vocab, indptr, docs.astype(np.int32), _compact_tf(tf), doc_len.astype(np.int32),
-                    old.sum_doc_len + new.sum_doc_len)
+    return Postings(vocab, indptr, docs.astype(np.int32, copy=False), _compact_tf(tf),
+                    doc_len.astype(np.int32, copy=False), old.sum_doc_len + new.sum_doc_len)
 
 
 def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | None = None) -> None:
