@@ -223,3 +223,34 @@ def test_library_map_builds_only_papers_with_arxiv_ids(tmp_path, monkeypatch):
     src = LocalSource.open(folder)
     assert library._local_arxiv_map(src) == {"hep-th/9901001": "A1"}
     assert set(src.corpus.papers._cache) == {240}  # type: ignore[attr-defined]
+
+
+class _Stream:
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+def test_cli_progress_bar():
+    from crase_core.corpus_cli import ProgressBar
+
+    steps = [corpus_store.BuildStep("parse", f / 100, f"parsed {f * 1000:,} papers") for f in range(0, 70, 7)]
+    steps += [corpus_store.BuildStep("index", 0.9, "merging"), corpus_store.BuildStep("done", 1.0, "built c")]
+    tty, pipe = _Stream(True), _Stream(False)
+    bar, lines = ProgressBar(tty, width=10), ProgressBar(pipe)
+    for s in steps:
+        bar(s)
+        lines(s)
+    assert tty.text.endswith("\r[##########] 100% done: built c" + " " * 53 + "\n")
+    assert "\r[####......]  42% parse: parsed 42,000 papers" in tty.text
+    assert pipe.text.splitlines() == ["crase corpus:   0% parse", "crase corpus:  14% parse", "crase corpus:  21% parse",
+                                      "crase corpus:  35% parse", "crase corpus:  42% parse", "crase corpus:  56% parse",
+                                      "crase corpus:  63% parse", "crase corpus:  90% index", "crase corpus: 100% done"]
