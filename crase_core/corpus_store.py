@@ -314,10 +314,13 @@ def _parse_chunk(job: tuple[str, int, bytes]) -> _Chunk:
     years: list[int] = []
     months: list[int] = []
     docs: list[tuple[str, str]] = []
-    for k, raw in enumerate(data.split(b"\n")):
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for k, raw in enumerate(lines):
         if not raw.strip():
             continue
-        p = parse_paper_line(_decode_line(raw, path, first + k), path, first + k)
+        line = _decode_line(raw, path, first + k)  # with its newline, as _lines gives it (JSON errors say so)
+        p = parse_paper_line(line + "\n" if k < last else line, path, first + k)
         if p is None:
             continue
         if "\x00" in p.id:
