@@ -546,16 +546,20 @@ def _s_array(values: Sequence[str]) -> np.ndarray:
 
 
 # ---- writing -------------------------------------------------------------------------------------------
-def _crc(path: Path) -> int:
-    crc = 0
+def _crc(path: Path, start: int = 0, crc: int = 0) -> int:
+    """CRC-32 of the file, continuing ``crc`` (that of its first ``start`` bytes) from byte ``start``."""
     with open(path, "rb") as f:
+        f.seek(start)
         for block in iter(lambda: f.read(1 << 22), b""):
             crc = zlib.crc32(block, crc)
     return crc
 
 
-def _finish(folder: Path, arrays: Mapping[str, np.ndarray], header: dict[str, Any]) -> None:
-    """Save ``arrays`` as ``.npy`` and ``meta.json`` describing every file of the folder."""
+def _finish(folder: Path, arrays: Mapping[str, np.ndarray], header: dict[str, Any],
+            text_prefix_crc: Mapping[str, tuple[int, int]] | None = None) -> None:
+    """Save ``arrays`` as ``.npy`` and ``meta.json`` describing every file of the folder.
+    ``text_prefix_crc[k] = (size, crc)``: the first ``size`` bytes of ``k.bin`` are known to have that
+    CRC-32 (an append's copied text): only the bytes after them are read."""
     files: dict[str, list[Any]] = {}
     for name, a in arrays.items():
         np.save(folder / f"{name}.npy", np.ascontiguousarray(a), allow_pickle=False)
@@ -563,7 +567,8 @@ def _finish(folder: Path, arrays: Mapping[str, np.ndarray], header: dict[str, An
         files[p.name] = [a.dtype.str, list(a.shape), p.stat().st_size, _crc(p)]
     for k in _TEXT:
         p = folder / f"{k}.bin"
-        files[p.name] = ["|u1", [p.stat().st_size], p.stat().st_size, _crc(p)]
+        size, crc = (text_prefix_crc or {}).get(k, (0, 0))
+        files[p.name] = ["|u1", [p.stat().st_size], p.stat().st_size, _crc(p, size, crc)]
     meta = {"format": FORMAT, "version": VERSION, **header, "files": files}
     (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
 
@@ -833,9 +838,12 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
         old_keys = _keys(old.refs.indptr, old.refs.indices, n_old)
         old_keys = (old_keys // n_old) * n + old_keys % n_old  # re-key for the larger n
         added = np.unique(new_rows * n + new_cols)
-        added = added[~np.isin(added, old_keys, assume_unique=True)] if old_keys.size else added
-        keys = np.concatenate([old_keys, added])
-        keys.sort(kind="stable")
+        if old_keys.size:  # old_keys is sorted: binary search and a merge, no sort of the whole graph
+            at = np.searchsorted(old_keys, added)
+            added = added[old_keys[np.minimum(at, old_keys.size - 1)] != added]
+            keys = np.insert(old_keys, np.searchsorted(old_keys, added), added)
+        else:
+            keys = added.copy()
         del old_keys
         valid_lines = int(meta.get("valid_lines", old.n_citations)) + int(new_rows.size)
         d = dict(old.dropped_edges)
@@ -854,7 +862,9 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
                   "pending_src": _concat_s(kept_src, _s_array(edges.pending_src)),
                   "pending_dst": _concat_s(kept_dst, _s_array(edges.pending_dst))}
         _finish(tmp, arrays, {"name": meta.get("name"), "fingerprint": fingerprint, "n_papers": n,
-                              "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped})
+                              "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped},
+                text_prefix_crc={k: (int(meta["files"][f"{k}.bin"][2]), int(meta["files"][f"{k}.bin"][3]))
+                                 for k in _TEXT})
         assert isinstance(sink.postings, PostingsBuilder)
         new_postings = sink.postings.finish()
         del arrays, keys
