@@ -60,6 +60,13 @@ RUNS: dict[str, Run] = {
     "relevance-seeds": Run("crase", {}, "seed selection without recency: top m by relevance", "relevance-seeds"),
     "phrase-planner": Run("crase", {}, "the corpus-aware phrase planner instead of the keyword planner",
                           "phrase-planner"),
+    # new ideas (issue 14, round 3)
+    "prf-10": Run("crase", {"feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.3},
+                  "pseudo-relevance feedback for the full-query search: 10 terms from the top 10, w 0.3"),
+    "prf-10-w0.5": Run("crase", {"feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.5},
+                       "pseudo-relevance feedback: 10 terms from the top 10, w 0.5"),
+    "prf-5": Run("crase", {"feedback_docs": 5, "feedback_terms": 10, "feedback_weight": 0.3},
+                 "pseudo-relevance feedback: 10 terms from the top 5, w 0.3"),
 }
 DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",
                 "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..feedback import feedback_terms, interpolate
 from ..library import LibraryEntry, resolve
 from ..query_coverage import coverage_for_source
 from ..records import (
@@ -28,6 +29,7 @@ from ..records import (
 from ..seeds import build_seed_set, rank_hits
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
+from ..termstats import index_idf
 from .progress import ProgressFn, emit
 
 NO_SEEDS_WARNING = "no paper matched any sub-query: nothing to expand. Try other words or a broader query."
@@ -46,6 +48,7 @@ class Seeding:
     warnings: list[str] = field(default_factory=list)
     coverage: QueryCoverage | None = None  # how much the corpus has on the query (None: the source cannot say)
     library: UserLibrary | None = None  # the user's papers, when :class:`LibrarySeeding` ran
+    feedback: list[str] = field(default_factory=list)  # the full-query search's feedback terms (feedback_docs)
 
 
 class SeedingStage(Protocol):
@@ -79,9 +82,28 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     else:
         results = list(source.search(query, settings.search_limit))
         seeding.search_calls += 1
+    if settings.feedback_docs > 0 and results:
+        results = with_feedback(query, results, source, settings, seeding)
     seeding.query_hits = rank_hits(results)
     seeding.query_papers = {r.paper.id: r.paper for r in results}
     return seeding
+
+
+def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, settings: PipelineSettings,
+                  seeding: Seeding) -> list[ScoredPaper]:
+    """``results`` blended with a search for the pseudo-relevance-feedback terms of their top
+    ``feedback_docs`` papers (:mod:`crase_core.feedback`); idf from the source's index when it has one,
+    else 1. ``results`` unchanged when no term qualifies. Counts the extra search in ``seeding``."""
+    index = getattr(source, "text_index", None)
+    idf = index_idf(index) if index is not None else (lambda _t: 1.0)
+    top = [(r.paper, r.score) for r in results[: settings.feedback_docs]]
+    terms = feedback_terms(query, top, settings.feedback_terms, idf)
+    if not terms:
+        return results
+    expansion = list(source.search(" ".join(t.word for t in terms), settings.search_limit))
+    seeding.search_calls += 1
+    seeding.feedback = [t.word for t in terms]
+    return interpolate(results, expansion, settings.feedback_weight, settings.search_limit)
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
