@@ -65,6 +65,13 @@ RUNS: dict[str, Run] = {
                   "pseudo-relevance feedback for the full-query search: 10 terms from the top 10, w 0.3"),
     "prf-10-w0.5": Run("crase", {"feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.5},
                        "pseudo-relevance feedback: 10 terms from the top 10, w 0.5"),
+    "anchor-0.2": Run("crase", {"anchor_weight": 0.2},
+                      "anchor text: the full-query search blended with the citers' text (weight 0.2)"),
+    "anchor-0.4": Run("crase", {"anchor_weight": 0.4},
+                      "anchor text: the full-query search blended with the citers' text (weight 0.4)"),
+    "text-only-top50": Run("crase", {"text_candidates": 50},
+                           "BM25's top 50 outside the graph join the ranking (no edges: in effect only their "
+                           "search-rank term of the final fusion)"),
     "prf-5": Run("crase", {"feedback_docs": 5, "feedback_terms": 10, "feedback_weight": 0.3},
                  "pseudo-relevance feedback: 10 terms from the top 5, w 0.3"),
 }

@@ -124,6 +124,10 @@ class PipelineSettings:
     feedback_weight: float = knob(0.3, "w: weight of the expansion search in the blended full-query score "
                                   "(1 − w)·s_query/max + w·s_expansion/max.", label="Feedback weight",
                                   minimum=0.0, maximum=1.0, step=0.05)
+    anchor_weight: float = knob(
+        0.0, "Weight of anchor-text retrieval in the full-query search: a paper also scores by the share of "
+        "its citers whose text holds each query term (crase_core.anchor; local corpus only). 0 turns it off.",
+        label="Anchor-text weight", minimum=0.0, maximum=1.0, step=0.05)
     fusion: str = knob(
         "restart-rrf",
         "How the final ranking combines the walk's score with the full-query search score: none (walk "

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
+from ..anchor import anchor_scores
 from ..feedback import feedback_terms, interpolate
 from ..library import LibraryEntry, resolve
 from ..query_coverage import coverage_for_source
@@ -84,6 +87,8 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
         seeding.search_calls += 1
     if settings.feedback_docs > 0 and results:
         results = with_feedback(query, results, source, settings, seeding)
+    if settings.anchor_weight > 0:
+        results = with_anchor_text(query, results, source, settings)
     seeding.query_hits = rank_hits(results)
     seeding.query_papers = {r.paper.id: r.paper for r in results}
     return seeding
@@ -104,6 +109,23 @@ def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, s
     seeding.search_calls += 1
     seeding.feedback = [t.word for t in terms]
     return interpolate(results, expansion, settings.feedback_weight, settings.search_limit)
+
+
+def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource,
+                     settings: PipelineSettings) -> list[ScoredPaper]:
+    """``results`` blended (weight ``anchor_weight``) with the anchor-text ranking of the visible corpus
+    (:mod:`crase_core.anchor`); unchanged for a source without a local corpus and index."""
+    corpus, index = getattr(source, "corpus", None), getattr(source, "text_index", None)
+    visible = getattr(source, "visible", None)
+    if corpus is None or index is None or visible is None:
+        return results
+    a = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible)
+    hits = np.flatnonzero(a > 0)
+    if hits.size > settings.search_limit:
+        hits = hits[np.argpartition(-a[hits], settings.search_limit - 1)[: settings.search_limit]]
+    ranked = sorted(hits.tolist(), key=lambda i: -float(a[i]))
+    anchors = [ScoredPaper(corpus.papers[i], float(a[i])) for i in ranked]
+    return interpolate(results, anchors, settings.anchor_weight, settings.search_limit)
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
