@@ -21,6 +21,7 @@ from crase_app.settings_form import choices_json, operator_settings, runtime_for
 from crase_app.shared import (
     current_trace,
     downloads,
+    gc_deferred,
     get_engine,
     guarded,
     open_trace,
@@ -261,11 +262,11 @@ def save_and_open(trace) -> None:
         open_trace(trace, "")
     elif saved.existed:
         when = saved.trace.created_at.replace("T", " ")[:19] or "earlier"
-        open_trace(saved.trace, saved.name,
+        open_trace(saved.trace, saved.name, identified=True,
                    notice=f"Same query, settings, source and backend as the run saved at {when}, with the same "
                    "results: that saved run is reopened (no copy was saved).")
     else:
-        open_trace(saved.trace, saved.name)
+        open_trace(saved.trace, saved.name, identified=True)
 
 
 def search_page() -> None:
@@ -428,4 +429,5 @@ with st.sidebar:
     if st.session_state.get("trace") is not None:
         t = st.session_state["trace"]
         st.caption(f"Open run: {md_escape(t.query[:90])}{'…' if len(t.query) > 90 else ''}")
-st.navigation(_pages).run()
+with gc_deferred():  # collected once after the run (Streamlit's postScriptGC), not several times during it
+    st.navigation(_pages).run()
