@@ -19,7 +19,9 @@ from typing import Any, NamedTuple
 
 from crase_core.evaluation.benchmark import load_benchmark
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summarize
+from crase_core.evaluation.metrics import aggregate_rows
 from crase_core.evaluation.report import RunSummary, kind_table, paired_table, write_report
+from crase_core.evaluation.split_half import choose_and_test, halves
 from crase_core.settings import PipelineSettings
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
@@ -60,6 +62,29 @@ RUNS: dict[str, Run] = {
     "relevance-seeds": Run("crase", {}, "seed selection without recency: top m by relevance", "relevance-seeds"),
     "phrase-planner": Run("crase", {}, "the corpus-aware phrase planner instead of the keyword planner",
                           "phrase-planner"),
+    # new ideas (issue 14, round 3)
+    "relevance-seeds-L1-theta0": Run("crase", {"L": 1, "theta": 0.0}, "seeds by relevance alone, one sub-query, "
+                                     "no pruning", "relevance-seeds"),
+    "prf-10": Run("crase", {"feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.3},
+                  "pseudo-relevance feedback for the full-query search: 10 terms from the top 10, w 0.3"),
+    "anchor-0.2": Run("crase", {"anchor_weight": 0.2},
+                      "anchor text: the full-query search blended with the citers' text (weight 0.2)"),
+    "text-only-top50": Run("crase", {"text_candidates": 50},
+                           "BM25's top 50 outside the graph join the ranking (no edges: in effect only their "
+                           "search-rank term of the final fusion)"),
+    "L1-theta0": Run("crase", {"L": 1, "theta": 0.0}, "one sub-query and no pruning (the two stage ablations "
+                     "that helped the citation set, together)"),
+    "anchor-0.05": Run("crase", {"anchor_weight": 0.05},
+                       "anchor text: the full-query search blended with the citers' text (weight 0.05)"),
+}
+#: families of configurations whose choice is checked split-half (each with the default as a candidate)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "pseudo-relevance feedback": ("crase", "prf-10"),
+    "anchor text": ("crase", "anchor-0.05", "anchor-0.2"),
+    "planning, seeds and pruning": ("crase", "no-planning", "no-pruning", "relevance-seeds", "L1-theta0",
+                                    "relevance-seeds-L1-theta0"),
+    "pruning": ("crase", "no-pruning", "tau-0.4"),
+    "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",
                 "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
@@ -83,6 +108,9 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true", help="only rebuild the reports from finished runs")
     args = ap.parse_args()
     names = args.runs.split(",") if args.runs else [*DEFAULT_RUNS, *(["dense"] if args.dense else [])]
+    all_rows: dict[str, dict[str, list[dict[str, Any]]]] = {}  # bench → run → rows
+    all_kinds: dict[str, str] = {}
+    blocks: list[str] = []
     for bench in args.benches.split(","):
         bench_file = Path(args.data) / f"{bench}.jsonl"
         queries = load_benchmark(bench_file, args.limit)
@@ -121,6 +149,51 @@ def main() -> None:
                      sections=sections)
         (Path(args.out) / bench / "summary.json").write_text(
             json.dumps({r.label: {k: v for k, v in r.summary.items() if k != "job"} for r in runs}, indent=2))
+        all_rows[bench] = rows_of
+        all_kinds.update(kinds)
+        blocks.append(dev_numbers(bench, rows_of, kinds))
+    if len(all_rows) > 1:
+        (Path(args.out) / "split_half.md").write_text(split_half_report(all_rows, all_kinds))
+    (Path(args.out) / "dev_numbers.md").write_text("\n\n".join(blocks) + "\n")
+
+
+def dev_numbers(bench: str, rows_of: dict[str, list[dict[str, Any]]], kinds: dict[str, str]) -> str:
+    """The block of docs/benchmarks.md for one dev set: every run's R@5/R@20/R@50/MAP@5/MAP@50, the same
+    by kind with 95% bootstrap intervals, and every run against the default (paired permutation p)."""
+    lines = [f"#### {bench}", "", "| run | R@5 | R@20 | R@50 | MAP@5 | MAP@50 |", "|---|---|---|---|---|---|"]
+    for name, rows in rows_of.items():
+        a = aggregate_rows(rows)
+        lines.append(f"| {'**crase** (default)' if name == 'crase' else name} | "
+                     + " | ".join(f"{a[m]:.3f}" for m in ("recall@5", "recall@20", "recall@50", "map@5", "map@50"))
+                     + " |")
+    lines += ["", "By kind, 95% bootstrap intervals (1,000 resamples over queries):", "",
+              kind_table(list(rows_of.items()), kinds)]
+    if "crase" in rows_of:
+        lines += ["", "Every run against the default (Δ = run − default; paired permutation p):", "",
+                  paired_table(("crase", rows_of["crase"]), [(n, r) for n, r in rows_of.items() if n != "crase"],
+                               kinds)]
+    return "\n".join(lines)
+
+
+def split_half_report(all_rows: dict[str, dict[str, list[dict[str, Any]]]], kinds: dict[str, str]) -> str:
+    """Markdown: for each family, the configuration chosen on each half (mean over the dev sets of
+    MAP@50) and every candidate's score on the other half (crase_core.evaluation.split_half)."""
+    split = halves({b: [r["qid"] for r in rows.get("crase", [])] for b, rows in all_rows.items()}, kinds)
+    lines = ["# Split-half check", "",
+             "Each dev set's queries alternately in two halves within each kind; the configuration with the "
+             "best mean (over the two dev sets) MAP@50 on one half is judged on the other.", ""]
+    for family, members in FAMILIES.items():
+        present = [m for m in members if all(m in rows for rows in all_rows.values())]
+        if len(present) < 2:
+            continue
+        configs = {m: {b: rows[m] for b, rows in all_rows.items()} for m in present}
+        lines += [f"## {family}", "", "| tuned on | chosen | " + " | ".join(f"{m} (tune / test)" for m in present)
+                  + " |", "|---|---|" + "---|" * len(present)]
+        for c in choose_and_test(configs, split):
+            cells = " | ".join(f"{c.tune_scores[m]:.3f} / {c.test_scores[m]:.3f}" for m in present)
+            lines.append(f"| {c.tuned_on} half | {c.chosen} | {cells} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

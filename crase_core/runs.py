@@ -61,10 +61,13 @@ from .trace import RunTrace
 
 #: the largest sidecar :meth:`RunStore.list` reads (a sidecar is a few hundred bytes).
 MAX_META_BYTES = 64 << 10
-#: trace fields that record how a run went, not what it found (left out of :func:`outcome_key`).
-EXECUTION_FIELDS = ("run_id", "created_at", "timings", "counters", "source_stats", "budget")
-#: fields of the plan, claim sets and edges that say how each was obtained (left out of :func:`outcome_key`).
-CALL_RECORD_FIELDS = ("cached", "usage")
+#: trace fields that record how a run went, not what it found (left out of :func:`outcome_key`). The
+#: warnings narrate the execution (calls spent, answers reused from the cache, an endpoint that failed);
+#: what they report about the outcome is recorded in the compared fields (each edge's scorer, the coverage).
+EXECUTION_FIELDS = ("run_id", "created_at", "timings", "counters", "source_stats", "budget", "warnings")
+#: fields of the plan, claim sets and edges that say how each was obtained (left out of :func:`outcome_key`):
+#: an edge the first run asked the model about is a cached answer on a rerun, with the same decision.
+CALL_RECORD_FIELDS = ("cached", "usage", "scorer_reason")
 
 
 def runs_dir() -> Path:

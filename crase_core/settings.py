@@ -115,6 +115,19 @@ class PipelineSettings:
         "ranking as text-only candidates (no edges; scored by their restart mass). 0 turns this off.",
         label="Text candidates", minimum=0, maximum=1000, form_max=100,
     )
+    feedback_docs: int = knob(
+        0, "Pseudo-relevance feedback for the full-query search (RM3-style): the top N papers of the first "
+        "search give expansion terms, and a second search for them is blended in (crase_core.feedback). "
+        "0 turns it off.", label="Feedback papers (0 = off)", minimum=0, maximum=100, form_max=50)
+    feedback_terms: int = knob(10, "Expansion terms taken from the feedback papers.", label="Feedback terms",
+                               minimum=1, maximum=100, form_max=30)
+    feedback_weight: float = knob(0.3, "w: weight of the expansion search in the blended full-query score "
+                                  "(1 − w)·s_query/max + w·s_expansion/max.", label="Feedback weight",
+                                  minimum=0.0, maximum=1.0, step=0.05)
+    anchor_weight: float = knob(
+        0.0, "Weight of anchor-text retrieval in the full-query search: a paper also scores by the share of "
+        "its citers whose text holds each query term (crase_core.anchor; local corpus only). 0 turns it off.",
+        label="Anchor-text weight", minimum=0.0, maximum=1.0, step=0.05)
     fusion: str = knob(
         "restart-rrf",
         "How the final ranking combines the walk's score with the full-query search score: none (walk "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,3 +31,17 @@ class TermStats:
     def idf(self, term: str) -> float:
         df = self.df.get(term, 1)
         return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+
+
+def index_idf(index: TextIndex) -> Callable[[str], float]:
+    """idf(stem) from ``index``'s document frequencies without building the whole df table (the
+    :class:`TermStats` formula; an unknown stem counts as seen once)."""
+    indptr = index.postings.indptr
+    n = index.postings.n_docs
+
+    def idf(term: str) -> float:
+        tid = index.term_id(term)
+        df = 1 if tid is None else max(1, int(indptr[tid + 1]) - int(indptr[tid]))
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    return idf

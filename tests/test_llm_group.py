@@ -24,6 +24,7 @@ from crase_core.llm.parse import OutputError, parse_group  # noqa: E402
 from crase_core.llm.prompts import load_prompt  # noqa: E402
 from crase_core.records import Claim, ClaimSet, Usage  # noqa: E402
 from crase_core.resources import prompts_dir  # noqa: E402
+from crase_core.runs import content_id, outcome_key  # noqa: E402
 from crase_core.spend import SpendMeter  # noqa: E402
 
 A = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "x"),
@@ -281,5 +282,7 @@ def test_a_rerun_of_a_limited_query_asks_nothing_and_gives_the_same_answer(tiny_
     assert model.calls == calls and again.counters.model_calls == 0
     assert [r.paper_id for r in again.results] == [r.paper_id for r in first.results]
     assert {(e.citing, e.cited, e.scorer) for e in again.edges} == {(e.citing, e.cited, e.scorer) for e in first.edges}
+    # the same outcome: the app reopens the saved run instead of saving a copy (issue 11 item 7)
+    assert outcome_key(again) == outcome_key(first) and content_id(again) != content_id(first)
     more = run(settings.replace(llm_budget=9))  # another budget: the cascade goes on from the cached answers
     assert 0 < more.counters.model_calls <= 9 and more.counters.model_edges > first.counters.model_edges

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
+from ..anchor import anchor_scores
+from ..feedback import feedback_terms, interpolate
 from ..library import LibraryEntry, resolve
 from ..query_coverage import coverage_for_source
 from ..records import (
@@ -28,6 +32,7 @@ from ..records import (
 from ..seeds import build_seed_set, rank_hits
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
+from ..termstats import index_idf
 from .progress import ProgressFn, emit
 
 NO_SEEDS_WARNING = "no paper matched any sub-query: nothing to expand. Try other words or a broader query."
@@ -46,6 +51,7 @@ class Seeding:
     warnings: list[str] = field(default_factory=list)
     coverage: QueryCoverage | None = None  # how much the corpus has on the query (None: the source cannot say)
     library: UserLibrary | None = None  # the user's papers, when :class:`LibrarySeeding` ran
+    feedback: list[str] = field(default_factory=list)  # the full-query search's feedback terms (feedback_docs)
 
 
 class SeedingStage(Protocol):
@@ -79,9 +85,47 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     else:
         results = list(source.search(query, settings.search_limit))
         seeding.search_calls += 1
+    if settings.feedback_docs > 0 and results:
+        results = with_feedback(query, results, source, settings, seeding)
+    if settings.anchor_weight > 0:
+        results = with_anchor_text(query, results, source, settings)
     seeding.query_hits = rank_hits(results)
     seeding.query_papers = {r.paper.id: r.paper for r in results}
     return seeding
+
+
+def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, settings: PipelineSettings,
+                  seeding: Seeding) -> list[ScoredPaper]:
+    """``results`` blended with a search for the pseudo-relevance-feedback terms of their top
+    ``feedback_docs`` papers (:mod:`crase_core.feedback`); idf from the source's index when it has one,
+    else 1. ``results`` unchanged when no term qualifies. Counts the extra search in ``seeding``."""
+    index = getattr(source, "text_index", None)
+    idf = index_idf(index) if index is not None else (lambda _t: 1.0)
+    top = [(r.paper, r.score) for r in results[: settings.feedback_docs]]
+    terms = feedback_terms(query, top, settings.feedback_terms, idf)
+    if not terms:
+        return results
+    expansion = list(source.search(" ".join(t.word for t in terms), settings.search_limit))
+    seeding.search_calls += 1
+    seeding.feedback = [t.word for t in terms]
+    return interpolate(results, expansion, settings.feedback_weight, settings.search_limit)
+
+
+def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource,
+                     settings: PipelineSettings) -> list[ScoredPaper]:
+    """``results`` blended (weight ``anchor_weight``) with the anchor-text ranking of the visible corpus
+    (:mod:`crase_core.anchor`); unchanged for a source without a local corpus and index."""
+    corpus, index = getattr(source, "corpus", None), getattr(source, "text_index", None)
+    visible = getattr(source, "visible", None)
+    if corpus is None or index is None or visible is None:
+        return results
+    a = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible)
+    hits = np.flatnonzero(a > 0)
+    if hits.size > settings.search_limit:
+        hits = hits[np.argpartition(-a[hits], settings.search_limit - 1)[: settings.search_limit]]
+    ranked = sorted(hits.tolist(), key=lambda i: -float(a[i]))
+    anchors = [ScoredPaper(corpus.papers[i], float(a[i])) for i in ranked]
+    return interpolate(results, anchors, settings.anchor_weight, settings.search_limit)
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,

@@ -1,0 +1,61 @@
+"""Anchor-text retrieval (crase_core.anchor): exact scores on a hand-built citer matrix, and no hidden
+paper's text or id ever reaches the scores or the full-query search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from crase_core.anchor import anchor_scores
+from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+from crase_core.settings import PipelineSettings
+from crase_core.stages.seeding import Seeding, search_full_query
+from crase_core.termstats import index_idf
+
+# paper 0 is cited by 1 and 2, paper 1 by 2; "quark" is in paper 1, "gluon" in papers 1 and 2
+CITERS = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float))
+POSTINGS = {"quark": np.array([1]), "gluon": np.array([1, 2])}
+IDF = {"quark": 2.0, "gluon": 1.0}
+
+
+def _scores(visible: list[bool]) -> np.ndarray:
+    return anchor_scores("quarks and gluons", lambda t: POSTINGS.get(t, np.zeros(0, dtype=int)),
+                         IDF.__getitem__, CITERS, np.array(visible), smoothing=1.0)
+
+
+def test_anchor_scores_by_hand():
+    # a(0) = 2·1/(2+1) + 1·2/(2+1) = 4/3; a(1) = 2·0/(1+1) + 1·1/(1+1) = 1/2; nobody cites paper 2
+    assert _scores([True, True, True]).tolist() == pytest.approx([4 / 3, 0.5, 0.0])
+
+
+def test_a_hidden_citer_does_not_count_and_a_hidden_paper_scores_zero():
+    # paper 2 hidden: a(0) = 2·1/(1+1) + 1·1/(1+1) = 3/2; paper 1's only citer is hidden: 0
+    assert _scores([True, True, False]).tolist() == pytest.approx([1.5, 0.0, 0.0])
+    # paper 1 hidden: it scores 0, and paper 0 keeps one citer (2, "gluon" only): a(0) = 1·1/(1+1) = 1/2
+    assert _scores([True, False, True]).tolist() == pytest.approx([0.5, 0.0, 0.0])
+
+
+# the query comes from 9901001 (1999-01): it and every later paper are hidden (as in test_leakage.py)
+Q = BenchQuery("cit", "black hole microstates anti-de Sitter holography entropy counting",
+               ("9801001", "9802001"), paper_id="9901001", year=1999)
+HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
+
+
+def test_words_only_hidden_papers_hold_score_nothing(tiny_source):
+    # "entanglement", "corrections": only in 0001001; "derive": only in 9901001 and 0001001 (both hidden)
+    query = "entanglement corrections derive"
+    visible = tiny_source.restricted(leakage_filter(Q))
+    index, corpus = tiny_source.text_index, tiny_source.corpus
+    hidden = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible.visible)
+    assert not hidden.any()
+    unfiltered = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, tiny_source.visible)
+    assert unfiltered[corpus.index["9802001"]] > 0  # cited by 9901001 and 0001001: the test can fail
+
+
+def test_no_hidden_paper_reaches_the_full_query_search_with_anchor_text(tiny_source):
+    settings = PipelineSettings(anchor_weight=0.5)
+    visible = tiny_source.restricted(leakage_filter(Q))
+    seeding = search_full_query(Q.query, Seeding([], []), visible, settings)
+    assert seeding.query_hits and not HIDDEN & {h.paper_id for h in seeding.query_hits}
+    assert HIDDEN & {h.paper_id for h in search_full_query(Q.query, Seeding([], []), tiny_source, settings).query_hits}
