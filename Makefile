@@ -11,7 +11,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
+# setup also builds the embedded corpus's memory-mapped store and text index in the cache (`crase corpus
+# build`: several seconds the first time, under a second once built), so the app's first query does not
 setup: $(VENV)/.installed
+	$(PY) -m crase_core.cli corpus build
 
 app: setup
 	$(VENV)/bin/streamlit run app.py

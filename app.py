@@ -21,6 +21,7 @@ from crase_app.settings_form import choices_json, operator_settings, runtime_for
 from crase_app.shared import (
     current_trace,
     downloads,
+    gc_deferred,
     get_engine,
     guarded,
     open_trace,
@@ -95,17 +96,24 @@ class ProgressBoard:
         self.state: dict[str, StageEvent] = {}
         self.started = started if started is not None else time.perf_counter()
         self.model = True
+        self.drawn: dict[str, str] = {}  # the line each slot shows (a line is sent only when it changes)
         for s in BOARD_STAGES:
-            self.slots[s].markdown(f":material/radio_button_unchecked: {STAGE_LABELS[s]}")
+            self._line(s, f":material/radio_button_unchecked: {STAGE_LABELS[s]}")
+
+    def _line(self, stage: str, text: str) -> None:
+        if self.drawn.get(stage) != text:
+            self.slots[stage].markdown(text)
+            self.drawn[stage] = text
 
     def opening(self) -> None:
-        self.slots["open"].markdown(f":material/progress_activity: **{STAGE_LABELS['open']}** — the first query "
-                                    "after a start loads the corpus (a few seconds); later ones reuse it")
+        self._line("open", f":material/progress_activity: **{STAGE_LABELS['open']}** — the first query after a "
+                   "start opens the corpus (building its store and index if the set-up step did not); later ones "
+                   "reuse it")
 
     def opened(self, engine) -> None:
         self.model = uses_model(engine.backend.describe())
         self.state["open"] = StageEvent("open", 1, 1, f"ready ({time.perf_counter() - self.started:.1f} s)")
-        self.slots["open"].markdown(f":material/check_circle: {STAGE_LABELS['open']} — {self.state['open'].message}")
+        self._line("open", f":material/check_circle: {STAGE_LABELS['open']} — {self.state['open'].message}")
 
     def __call__(self, ev: StageEvent) -> None:
         self.state[ev.stage] = ev
@@ -115,17 +123,18 @@ class ProgressBoard:
         idx = STAGES.index(ev.stage) if ev.stage in STAGES else -1
         for s in STAGES[:idx]:  # earlier stages are done
             prev = self.state.get(s)
-            self.slots[s].markdown(f":material/check_circle: {STAGE_LABELS[s]} — {md_escape(prev.message) if prev else 'done'}")
+            self._line(s, f":material/check_circle: {STAGE_LABELS[s]} — {md_escape(prev.message) if prev else 'done'}")
         done = ev.total > 0 and ev.done >= ev.total
         count = f" ({ev.done:,}/{ev.total:,})" if ev.total else ""
         icon = ":material/check_circle:" if done else ":material/progress_activity:"
-        self.slots[ev.stage].markdown(f"{icon} **{STAGE_LABELS.get(ev.stage, ev.stage)}**{count} — {md_escape(ev.message)}")
+        if ev.stage in self.slots:
+            self._line(ev.stage, f"{icon} **{STAGE_LABELS.get(ev.stage, ev.stage)}**{count} — {md_escape(ev.message)}")
 
     def finish(self) -> None:
         for s in BOARD_STAGES:
             ev = self.state.get(s)
             if ev:
-                self.slots[s].markdown(f":material/check_circle: {STAGE_LABELS[s]} — {md_escape(ev.message)}")
+                self._line(s, f":material/check_circle: {STAGE_LABELS[s]} — {md_escape(ev.message)}")
 
     @property
     def elapsed(self) -> float:
@@ -142,7 +151,43 @@ def result_link(paper) -> str:
     return f"[{md_escape(label)}]({url})"
 
 
-FIRST_RESULTS = 20  # result cards drawn at first (each is ~10 page elements); "Show all" draws the rest
+FIRST_RESULTS = 20  # result cards drawn at first (7 page elements each); "Show all" draws the rest
+
+
+def score_help(trace) -> str:
+    """What a card's score line means (the tooltip of every card; constant text and the run's ranker)."""
+    return (f"{trace.ranking.ranker.upper()} over the pruned evidence graph; {restart_words(trace)}. The share is "
+            "the paper's part of the ranker's total score (it sums to 1 over the graph); with fusion the list "
+            "order also weighs the text match. The number is the paper's score in the ranked list.")
+
+
+def result_card(trace, r, paper, help_text: str) -> None:
+    """One result: title, year, library mark, list score; authors and link; why it is here and its score in
+    words; the abstract one click away; Inspect (opens the paper in the Evidence graph). Seven page elements
+    (a bordered box, two text blocks, a row holding the abstract and the button), so twenty cards reach the
+    browser and are drawn quickly."""
+    with st.container(border=True):
+        mine = " · :green-badge[:material/bookmark: already in your library]" if r.in_library else ""
+        link = result_link(paper)
+        st.markdown(f"**{r.rank}. {md_escape(paper.title)}** · {paper.year or 'n.d.'}{mine} · score {r.score:.4f}  \n"
+                    f"{md_escape(authors_line(list(paper.authors)))}" + (f" · {link}" if link else ""))
+        st.caption(f"Why it is here: {md_escape(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}",
+                   help=help_text)
+        with st.container(horizontal=True, vertical_alignment="top", horizontal_alignment="right", gap="small"):
+            if paper.abstract:
+                with st.expander("Abstract", width="stretch"):
+                    st.markdown(md_escape(paper.abstract))
+            if st.button("Inspect", key=f"inspect_{r.paper_id}", width="content", icon=":material/hub:",
+                         help="Open this paper in the Evidence graph: its edges, claims and evidence trail."):
+                st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
+                st.switch_page(graph_page)
+
+
+def _show_all(n: int) -> None:
+    """"Show all": for the run open when clicked (the key is the open run's id, read at the click)."""
+    open_run = st.session_state.get("trace")
+    if open_run is not None:
+        st.session_state[f"results_shown_{open_run.run_id}"] = n
 
 
 def ranked_list(trace) -> None:
@@ -159,33 +204,13 @@ def ranked_list(trace) -> None:
                          help="Show only what is new to you; the ranks stay those of the whole list.")
         if hide:
             results = [r for r in results if not r.in_library]
-    restart = restart_words(trace)
-    shown_key = f"results_shown_{trace.run_id}"
-    shown = st.session_state.get(shown_key, FIRST_RESULTS)
+    shown = st.session_state.get(f"results_shown_{trace.run_id}", FIRST_RESULTS)
+    help_text = score_help(trace)
     for r in results[:shown]:
-        p = papers[r.paper_id]
-        with st.container(border=True):
-            left, right = st.columns([8, 1.3])
-            mine = " · :green-badge[:material/bookmark: already in your library]" if r.in_library else ""
-            link = result_link(p)
-            left.markdown(f"**{r.rank}. {md_escape(p.title)}** · {p.year or 'n.d.'}{mine}  \n"
-                          f"{md_escape(authors_line(list(p.authors)))}" + (f" · {link}" if link else ""))
-            left.caption(f"Why it is here: {md_escape(r.reason)}")
-            left.caption(f"Score: {md_escape(score_sentence(trace, r))}", help=f"{trace.ranking.ranker.upper()} over the "
-                         f"pruned evidence graph; {restart}. The share is the paper's part of the ranker's total score "
-                         "(it sums to 1 over the graph); with fusion the list order also weighs the text match.")
-            if p.abstract:
-                with left.expander("Abstract"):
-                    st.markdown(md_escape(p.abstract))
-            right.markdown(f"<div style='text-align:right;color:#56616c;font-size:.8rem'>score</div>"
-                           f"<div style='text-align:right;font-weight:600;font-size:1.05rem'>{r.score:.4f}</div>",
-                           unsafe_allow_html=True)  # a number only
-            if right.button("Inspect", key=f"inspect_{r.paper_id}", width="stretch"):
-                st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
-                st.switch_page(graph_page)
+        result_card(trace, r, papers[r.paper_id], help_text)
     if len(results) > shown:
         st.button(f"Show all {len(results)} papers", key="results_show_all", icon=":material/expand_more:",
-                  on_click=lambda: st.session_state.update({shown_key: len(results)}),
+                  on_click=_show_all, args=(len(results),),
                   help=f"The first {shown} are shown; the downloads hold the whole list.")
 
 
@@ -261,11 +286,11 @@ def save_and_open(trace) -> None:
         open_trace(trace, "")
     elif saved.existed:
         when = saved.trace.created_at.replace("T", " ")[:19] or "earlier"
-        open_trace(saved.trace, saved.name,
+        open_trace(saved.trace, saved.name, identified=True,
                    notice=f"Same query, settings, source and backend as the run saved at {when}, with the same "
                    "results: that saved run is reopened (no copy was saved).")
     else:
-        open_trace(saved.trace, saved.name)
+        open_trace(saved.trace, saved.name, identified=True)
 
 
 def search_page() -> None:
@@ -334,6 +359,7 @@ def search_page() -> None:
             st.caption("The results of the open run (another query) are hidden while this estimate is shown; "
                        "press **Search** to run this query, or reopen that run on the **Runs** page.")
             return
+    just_ran = None  # the run this click made, saved below once its results are drawn
     if go or autorun:
         with st.status("Running the pipeline…", expanded=True) as status:
             board = ProgressBoard(status, clicked)
@@ -361,10 +387,11 @@ def search_page() -> None:
                     status.update(label=f"Done in {elapsed:.1f} s — {len(trace.results)} papers", state="complete",
                                   expanded=False)
         if trace is not None:
-            save_and_open(trace)
-            opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
-            if opened is not None:  # the time the status line says (click → results), not counting the save
-                st.session_state.setdefault("elapsed", {})[opened.run_id] = elapsed
+            # shown at once; saved after its cards are drawn (an identical saved run is then reopened: same
+            # results, so the cards stand), so the first result does not wait for the save
+            just_ran = trace
+            if open_trace(trace, ""):
+                st.session_state.setdefault("elapsed", {})[st.session_state["trace"].run_id] = elapsed
     trace = st.session_state.get("trace")
     if trace is None or trace_problem(trace) is not None:
         if trace is not None:
@@ -372,14 +399,23 @@ def search_page() -> None:
         return
     st.divider()
     st.subheader("Results")
-    trace_notice()
-    run_caption(trace)
-    coverage_notice(trace.coverage)
-    run_summary(trace)
-    # the cards are sent first and the exports (a GraphML of a 700-paper run takes a second) afterwards,
-    # into these slots above the cards, so that the first result shows without waiting for them
-    download_slot, share_slot = st.container(), st.container()
+    # the run's own lines (the reopened-run note, caption, numbers) go into these slots once it is saved;
+    # the exports come after the cards, into slots above them
+    head, coverage, numbers, download_slot, share_slot = (st.container() for _ in range(5))
+    with coverage:
+        coverage_notice(trace.coverage)
     ranked_list(trace)
+    with head:
+        if just_ran is not None:
+            save_and_open(just_ran)  # a problem saving shows here, above the results
+            opened = st.session_state.get("trace")  # the saved run (its content id), or an identical earlier one
+            if opened is not None and opened is not trace:  # the time the status line says (click → results)
+                st.session_state.setdefault("elapsed", {})[opened.run_id] = elapsed
+                trace = opened
+        trace_notice()
+        run_caption(trace)
+    with numbers:
+        run_summary(trace)
     with download_slot, st.expander("Download", expanded=False):
         downloads(trace, key="search")
     with share_slot:
@@ -428,4 +464,5 @@ with st.sidebar:
     if st.session_state.get("trace") is not None:
         t = st.session_state["trace"]
         st.caption(f"Open run: {md_escape(t.query[:90])}{'…' if len(t.query) > 90 else ''}")
-st.navigation(_pages).run()
+with gc_deferred():  # collected once after the run (Streamlit's postScriptGC), not several times during it
+    st.navigation(_pages).run()

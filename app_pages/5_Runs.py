@@ -58,7 +58,7 @@ if readable:
         c1, c2, _ = st.columns([1, 1, 4])
         if c1.button("Open this run", type="primary", width="stretch", icon=":material/folder_open:"):
             loaded = guarded(partial(store.load, chosen.name), "Could not open the run")
-            if loaded is not None and open_trace(loaded, chosen.name):
+            if loaded is not None and open_trace(loaded, chosen.name, identified=True):
                 st.rerun()
         if c2.button("Delete", width="stretch", icon=":material/delete:"):
             guarded(partial(store.delete, chosen.name), "Could not delete the run")
@@ -82,5 +82,5 @@ if up is not None:
         if result is not None:
             note = ("This trace was already saved: the saved run is reopened (nothing was overwritten)."
                     if result.existed else "Uploaded and saved as a new run (no saved run was changed).")
-            if open_trace(result.trace, result.name, notice=note):
+            if open_trace(result.trace, result.name, notice=note, identified=True):
                 st.rerun()

@@ -7,16 +7,16 @@ Session state keys: ``trace`` (the open RunTrace), ``run_name``, ``selected``
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
@@ -41,6 +41,10 @@ from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import build_engine
 from crase_core.trace import RunTrace
 
+if TYPE_CHECKING:  # pandas and altair are imported where a table or chart is drawn, not on the Search page
+    import altair as alt
+    import pandas as pd
+
 log = logging.getLogger("crase.app")
 COMPONENT_DIR = graph_component_dir()
 T = TypeVar("T")
@@ -64,6 +68,38 @@ def install_secret_log_filter() -> bool:
 
 
 install_secret_log_filter()
+
+
+# --- garbage collection ------------------------------------------------------------------------------------------
+_GC_LOCK = threading.Lock()
+_gc_holds = 0  # page runs now inside gc_deferred()
+_gc_was_enabled = True
+
+
+@contextlib.contextmanager
+def gc_deferred() -> Iterator[None]:
+    """Put off Python's automatic garbage collection while a page runs (then Streamlit collects once, after
+    every script run: its ``runner.postScriptGC`` option, on by default).
+
+    A full collection walks every live object — the open run of every session, the caches — and a query
+    allocates fast enough to start several per run: measured on the embedded corpus, 0.3–1.5 s of a
+    0.8–2.7 s warm query went to the collector once a few runs were held. A run's objects are freed by
+    reference counting, so deferring the collector costs little memory. Process-wide and counted, so
+    concurrent sessions nest: the collector is back on (if it was on) when the last page run ends.
+    """
+    global _gc_holds, _gc_was_enabled
+    with _GC_LOCK:
+        if _gc_holds == 0:
+            _gc_was_enabled = gc.isenabled()
+        _gc_holds += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_holds -= 1
+            if _gc_holds == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
@@ -193,17 +229,18 @@ def trace_page(title: str, subtitle: str) -> RunTrace:
     return trace
 
 
-def open_trace(trace: RunTrace, name: str, notice: str = "") -> bool:
+def open_trace(trace: RunTrace, name: str, notice: str = "", *, identified: bool = False) -> bool:
     """Make ``trace`` this session's open run (its ``run_id`` = its content id, which keys every cache).
 
     Refuses (with a clear error, returns False) a trace the pages cannot show. ``notice`` is shown once
-    above the run (:func:`trace_notice`).
+    above the run (:func:`trace_notice`). ``identified``: the trace comes from the :class:`RunStore`
+    (save, load, import), which gives every trace its content id, so it is not hashed again.
     """
     problem = trace_problem(trace)
     if problem is not None:
         st.error(f"This run cannot be opened: {md_escape(problem)}.", icon=":material/error:")
         return False
-    st.session_state["trace"] = with_content_id(trace)
+    st.session_state["trace"] = trace if identified else with_content_id(trace)
     st.session_state["run_name"] = name
     st.session_state["selected"] = None
     st.session_state["trace_notice"] = notice
@@ -265,6 +302,8 @@ def paper_line(trace: RunTrace, pid: str) -> str:
 
 def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None) -> pd.DataFrame:
     """The paper's claims as a table (for downloads and data views; the inspectors use :func:`claims_markdown`)."""
+    import pandas as pd
+
     cs = trace.claims.get(pid)
     rows = []
     for i, c in enumerate(cs.claims if cs else []):
@@ -305,6 +344,9 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
     """Heat map of M (rows: citing claims, columns: cited claims), each row and column labelled with its
     claim (id, ✓/✗ for rows, the text cut at a word boundary); hovering a cell shows both claims in full
     and the value; cells ≥ θ are outlined and their values bold. ``citing``/``cited``: ``(id, text)``."""
+    import altair as alt
+    import pandas as pd
+
     rows = []
     n_cols = len(edge.matrix[0]) if edge.matrix else 0
     for i, row in enumerate(edge.matrix):
@@ -495,6 +537,8 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
              "other paper": tex_plain(trace.node(e.cited if e.citing == pid else e.citing).paper.title),
              "citing": e.citing, "cited": e.cited} for e in outs + ins]
     rows.sort(key=lambda r: (not r["kept"], -float(r["Δ"])))
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     event = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key=f"node_edges_{pid}",
@@ -532,6 +576,11 @@ EXPORTS: dict[str, tuple[str, str, str, Callable[[RunTrace], str | bytes]]] = {
 }
 
 
+#: exports made when their button is clicked, not on every page run: GraphML of a 700-paper run takes a
+#: second or more (the others take milliseconds and are passed as bytes).
+MADE_ON_CLICK = frozenset({"graphml"})
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def export_bytes(_trace: RunTrace, run_id: str, fmt: str) -> bytes:
     """The export ``fmt`` of the run whose content id is ``run_id`` (computed once; bytes are immutable)."""
@@ -539,19 +588,33 @@ def export_bytes(_trace: RunTrace, run_id: str, fmt: str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
+def _export_on_click(trace: RunTrace, fmt: str) -> bytes:
+    """What a deferred download button runs when clicked (in Streamlit's download thread, not the page)."""
+    try:
+        return export_bytes(trace, trace.run_id, fmt)
+    except Exception:
+        log.exception("the %s export failed", fmt)  # the browser's download fails; the page stays up
+        raise
+
+
 def downloads(trace: RunTrace, key: str) -> None:
     """One download button per export format.
 
-    ``trace`` is the open run (:func:`open_trace` gave it its content id). The data are passed as bytes
-    computed once per run (keyed by that content id), so a rerun
-    registers the same media file under the same URL, and a click does not rerun the page
-    (``on_click="ignore"``): a second click in quick succession never asks for a file that a rerun has
-    just dropped (Streamlit's deferred download ids are new on every run, which lost the second file).
+    ``trace`` is the open run (:func:`open_trace` gave it its content id). The quick exports are passed
+    as bytes computed once per run (keyed by that content id), so a rerun registers the same media file
+    under the same URL; the slow ones (:data:`MADE_ON_CLICK`) are made when clicked (then kept, keyed the
+    same way), so showing the buttons costs no time. No click reruns the page (``on_click="ignore"``):
+    a second click in quick succession never asks for a file that a rerun has just dropped (Streamlit's
+    deferred download ids are new on every run, which lost the second file when every click reran).
     """
     stem = export.filename_stem(trace)
     cols = st.columns(len(EXPORTS))
     for col, (fmt, (label, ext, mime, _)) in zip(cols, EXPORTS.items(), strict=True):
-        data = guarded(partial(export_bytes, trace, trace.run_id, fmt), f"Could not export {label}")
+        data: bytes | Callable[[], bytes] | None
+        if fmt in MADE_ON_CLICK:
+            data = partial(_export_on_click, trace, fmt)
+        else:
+            data = guarded(partial(export_bytes, trace, trace.run_id, fmt), f"Could not export {label}")
         if data is None:
             continue
         col.download_button(label, data=data, file_name=f"{stem}.{ext}", mime=mime, key=f"{key}_dl_{fmt}",

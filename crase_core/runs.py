@@ -16,6 +16,11 @@ Contract of the store:
   that name is left alone and the run goes to a fresh name);
 * :meth:`RunStore.save` with ``reuse=True`` (the app after a query) returns the saved run with the same
   :func:`outcome_key` instead of adding a copy;
+* a run this process saved or loaded is remembered (:class:`_Remembered`: the file's inode, size and
+  modification time, the outcome key computed from the trace itself, and the trace while something
+  still holds it), so reopening it, or finding it again for ``reuse``, neither re-reads nor re-hashes
+  its file: a file changed on disk since is read again. Traces the store hands out are shared between
+  callers: treat them as read-only;
 * the trace and its sidecar are written atomically (:mod:`crase_core.atomic`);
 * :meth:`RunStore.list` never fails because of one bad file: a damaged or foreign sidecar is rebuilt
   from its trace, and a trace that cannot be read is listed with its error (:attr:`RunInfo.error`).
@@ -28,12 +33,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,19 +90,50 @@ def content_id(trace: RunTrace) -> str:
 
 def with_content_id(trace: RunTrace) -> RunTrace:
     """``trace`` with ``run_id`` = :func:`content_id` (the same object when it already has it)."""
-    cid = content_id(trace)
-    return trace if trace.run_id == cid else dataclasses.replace(trace, run_id=cid)
+    return _identified(trace)[0]
+
+
+def _identified(trace: RunTrace) -> tuple[RunTrace, str]:
+    """(``trace`` with its content id, its JSON text as :func:`crase_core.trace.dumps` writes it).
+
+    One serialisation: the text with ``"run_id":""`` (hashed for the id) becomes the saved text by
+    putting the id into that one field (checked: the key occurs exactly once; else it is dumped again).
+    """
+    blank = trace_io.dumps(dataclasses.replace(trace, run_id=""))
+    cid = hashlib.sha256(blank.encode("utf-8")).hexdigest()[:32]
+    trace = trace if trace.run_id == cid else dataclasses.replace(trace, run_id=cid)
+    field_text = '"run_id":""'
+    if blank.count(field_text) == 1:  # a "run_id" inside a string value is escaped (\"run_id\"), never this
+        return trace, blank.replace(field_text, f'"run_id":"{cid}"')
+    return trace, trace_io.dumps(trace)
+
+
+_CALL_RECORD_DEFAULTS: dict[type, tuple[tuple[str, Callable[[], Any]], ...]] = {}
+
+
+def _call_record_defaults(cls: type) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    """(name, default maker) of ``cls``'s :data:`CALL_RECORD_FIELDS` (looked up once per record class)."""
+    known = _CALL_RECORD_DEFAULTS.get(cls)
+    if known is None:
+        out: list[tuple[str, Callable[[], Any]]] = []
+        for f in dataclasses.fields(cls):
+            if f.name in CALL_RECORD_FIELDS:
+                if f.default is not dataclasses.MISSING:
+                    out.append((f.name, functools.partial(lambda v: v, f.default)))
+                elif f.default_factory is not dataclasses.MISSING:
+                    out.append((f.name, f.default_factory))
+        known = _CALL_RECORD_DEFAULTS[cls] = tuple(out)
+    return known
 
 
 def _without_call_records(record: Any) -> Any:
-    """``record`` (plan, claim set, edge) with its :data:`CALL_RECORD_FIELDS` back at their defaults."""
+    """``record`` (plan, claim set, edge) with its :data:`CALL_RECORD_FIELDS` back at their defaults
+    (the same object when they are at their defaults already)."""
     reset = {}
-    for f in dataclasses.fields(record):
-        if f.name in CALL_RECORD_FIELDS:
-            if f.default is not dataclasses.MISSING:
-                reset[f.name] = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                reset[f.name] = f.default_factory()
+    for name, default in _call_record_defaults(type(record)):
+        value = default()
+        if getattr(record, name) != value:
+            reset[name] = value
     return dataclasses.replace(record, **reset) if reset else record
 
 
@@ -144,8 +184,9 @@ class SavedRun:
     existed: bool = False
 
 
-def run_summary(trace: RunTrace) -> dict[str, Any]:
-    """The sidecar of a saved run: query, time, run id, source, backend, stage counts and outcome key."""
+def run_summary(trace: RunTrace, outcome: str | None = None) -> dict[str, Any]:
+    """The sidecar of a saved run: query, time, run id, source, backend, stage counts and outcome key
+    (``outcome``: :func:`outcome_key` of ``trace`` when the caller has it already)."""
     return {
         "query": trace.query,
         "created_at": trace.created_at,
@@ -153,7 +194,7 @@ def run_summary(trace: RunTrace) -> dict[str, Any]:
         "source": trace.source,
         "backend": trace.backend.get("backend", ""),
         "counts": trace.stage_counts(),
-        "outcome": outcome_key(trace),
+        "outcome": outcome if outcome is not None else outcome_key(trace),
     }
 
 
@@ -184,6 +225,62 @@ def _read_small(path: Path, max_bytes: int) -> bytes:
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+def _file_stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes whenever a saved file is replaced or rewritten (device, inode, size, mtime in ns)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+@dataclass
+class _Remembered:
+    """A saved file this process wrote or read: its stamp, the outcome key of its trace (computed here
+    from the trace, never taken from a sidecar) and the trace, held weakly (strongly for the newest few)."""
+
+    stamp: tuple[int, int, int, int]
+    outcome: str | None  # None until asked for (a plain load does not need it)
+    trace: weakref.ref[RunTrace]
+
+
+class _RunMemory:
+    """Runs this process saved or loaded, by file path: lets :meth:`RunStore.load` and ``reuse`` skip
+    reading, parsing and hashing a trace file that has not changed since (thread-safe; sessions share it)."""
+
+    MAX_ENTRIES = 512  # stamps and keys only (~200 bytes each); the traces are weak references
+    KEEP_ALIVE = 2  # the newest traces kept even when no session holds them (a rerun soon after is common)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Path, _Remembered] = OrderedDict()
+        self._alive: list[RunTrace] = []
+
+    def remember(self, path: Path, trace: RunTrace, outcome: str | None,
+                 stamp: tuple[int, int, int, int] | None) -> None:
+        if stamp is None:
+            return
+        with self._lock:
+            self._entries[path] = _Remembered(stamp, outcome, weakref.ref(trace))
+            self._entries.move_to_end(path)
+            while len(self._entries) > self.MAX_ENTRIES:
+                self._entries.popitem(last=False)
+            self._alive = [trace, *[t for t in self._alive if t is not trace]][: self.KEEP_ALIVE]
+
+    def recall(self, path: Path) -> tuple[RunTrace, str | None] | None:
+        """(trace, outcome key or None) of ``path`` when it is unchanged since it was remembered and still held."""
+        stamp = _file_stamp(path)
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None or stamp is None or entry.stamp != stamp:
+                return None
+            trace = entry.trace()
+            return None if trace is None else (trace, entry.outcome)
+
+
+_MEMORY = _RunMemory()
+
+
 class RunStore:
     """Saved traces in one folder: ``<stamp>-<run_id>.json`` plus ``.meta.json`` sidecars."""
 
@@ -206,9 +303,9 @@ class RunStore:
         backend and corpus gave the same result), return that run (``existed=True``) and write nothing.
         The same content saved twice is written once (``existed=True`` the second time).
         """
-        trace = with_content_id(trace)
+        trace, text = _identified(trace)
         with self._locked():
-            return self._save(trace, reuse)
+            return self._save(trace, text, reuse)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -224,18 +321,17 @@ class RunStore:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _save(self, trace: RunTrace, reuse: bool) -> SavedRun:
+    def _save(self, trace: RunTrace, text: str, reuse: bool) -> SavedRun:
+        key = outcome_key(trace)
         if reuse:
-            key = outcome_key(trace)
             same = next((r for r in self.list() if not r.error and r.outcome == key), None)
             if same is not None:
                 try:
-                    saved = self.load(same.name)
+                    saved = self.load(same.name)  # not read again when this process saved or read it
                 except TraceError:
                     saved = None  # listed a moment ago, gone or damaged now: save this one
-                if saved is not None and outcome_key(saved) == key:  # the sidecar told the truth
+                if saved is not None and self._outcome_of(same.path, saved) == key:  # the sidecar told the truth
                     return SavedRun(same.name, saved, existed=True)
-        text = trace_io.dumps(trace)
         base = self._name_for(trace)
         for attempt in range(100):
             name = base if attempt == 0 else f"{base}-{attempt}"
@@ -247,16 +343,28 @@ class RunStore:
             except OSError:
                 continue  # something else lives under this name: leave it alone
             if existing == text.encode("utf-8"):
-                self._write_meta(name, trace)
+                self._write_meta(name, trace, key)
+                _MEMORY.remember(target, trace, key, _file_stamp(target))
                 return SavedRun(name, trace, existed=True)
         else:
             raise InputError(f"cannot save the run in {self.directory}: no free file name for {base}")
         atomic.write_text(target, text)
-        self._write_meta(name, trace)
+        self._write_meta(name, trace, key)
+        _MEMORY.remember(target, trace, key, _file_stamp(target))
         return SavedRun(name, trace)
 
-    def _write_meta(self, name: str, trace: RunTrace) -> None:
-        atomic.write_text(self.directory / f"{name}.meta.json", json.dumps(run_summary(trace)))
+    def _outcome_of(self, path: Path, trace: RunTrace) -> str:
+        """:func:`outcome_key` of ``trace`` (just loaded from ``path``), computed once per unchanged file."""
+        known = _MEMORY.recall(path)
+        if known is not None and known[0] is trace and known[1] is not None:
+            return known[1]
+        key = outcome_key(trace)
+        if known is not None and known[0] is trace:
+            _MEMORY.remember(path, trace, key, _file_stamp(path))
+        return key
+
+    def _write_meta(self, name: str, trace: RunTrace, outcome: str | None = None) -> None:
+        atomic.write_text(self.directory / f"{name}.meta.json", json.dumps(run_summary(trace, outcome)))
 
     def import_bytes(self, data: bytes) -> SavedRun:
         """Validate an uploaded trace file and save it (never over another run); :class:`TraceError` if unusable."""
@@ -268,11 +376,21 @@ class RunStore:
         return self.directory / f"{name}.json"
 
     def load(self, name: str) -> RunTrace:
-        """The saved trace ``name``; its ``run_id`` is its content id (older saves are re-identified)."""
+        """The saved trace ``name``; its ``run_id`` is its content id (older saves are re-identified).
+
+        A file this process saved or loaded and that has not changed since is not read again.
+        """
         path = self.path(name)
+        known = _MEMORY.recall(path)
+        if known is not None:
+            return known[0]
         if not path.is_file():
             raise TraceError(f"no saved run named {name!r} in {self.directory}")
-        return with_content_id(trace_io.load(path))
+        before = _file_stamp(path)
+        trace = with_content_id(trace_io.load(path))
+        if before is not None and _file_stamp(path) == before:  # not replaced while it was read
+            _MEMORY.remember(path, trace, None, before)
+        return trace
 
     def _info(self, path: Path) -> RunInfo:
         name = path.name[: -len(".json")]

@@ -20,6 +20,11 @@ def _click(at: AppTest, label: str) -> AppTest:
     return at.run(timeout=180)
 
 
+def _card_captions(at: AppTest) -> list[str]:
+    """The captions of the result cards (why the paper is here, then its score in words)."""
+    return [c.value for c in at.caption if c.value.startswith("Why it is here: ")]
+
+
 def _search(at: AppTest, query: str) -> AppTest:
     at.text_area(key="query_text").input(query)
     return _click(at, "Search")
@@ -35,13 +40,15 @@ def test_cards_and_honest_numbers(app_env):
     total = at.session_state["elapsed"][trace.run_id]
     assert metrics["total time"] == f"{total:.1f} s" and total >= sum(trace.timings.values())
     assert not [m for m in at.markdown if "model calls" in m.value]
-    # every card explains its score in words and has its abstract one click away
-    scores = [c.value for c in at.caption if c.value.startswith("Score: ")]
-    assert len(scores) == len(trace.results)
+    # every card says why the paper is here and explains its score in words (one caption, two lines), and
+    # has its abstract one click away
     from crase_app.display import md_escape
     from crase_core.score_words import score_sentence
 
-    assert scores == [f"Score: {md_escape(score_sentence(trace, r))}" for r in trace.results]
+    cards = _card_captions(at)
+    assert cards == [f"Why it is here: {md_escape(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}"
+                     for r in trace.results]
+    assert len([m for m in at.markdown if f" · score {trace.results[0].score:.4f}" in m.value]) == 1
     top = trace.results[0]
     share = trace.ranking.scores[top.paper_id] / sum(trace.ranking.scores.values())  # the ranker's share, not the fused score
     assert trace.ranking.ranker == "salsa"  # the default's ranker: its scores are put as a share of their total
@@ -89,7 +96,7 @@ def test_library_seeds_and_marks(app_env):
     hide = next(t for t in at.toggle if t.key == "hide_library")
     hide.set_value(True)
     at.run()
-    assert len([c for c in at.caption if c.value.startswith("Score: ")]) == len(trace.results) - 1
+    assert len(_card_captions(at)) == len(trace.results) - 1
     at.switch_page("app_pages/2_Seeds.py").run()
     assert not at.exception and not at.error
     assert {m.label: m.value for m in at.metric}["from your library"] == "1"

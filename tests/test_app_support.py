@@ -95,6 +95,41 @@ def test_run_store_round_trip(tmp_path, budget_then_trace):
     assert imported.trace == first.trace and other.list()[0].name == imported.name == name
 
 
+def test_reuse_reopens_the_saved_run_without_reading_its_file_and_rereads_a_changed_file(
+        tmp_path, budget_then_trace, monkeypatch):
+    import dataclasses
+
+    from crase_core import runs as runs_mod
+    from crase_core import trace as trace_io
+
+    _, trace = budget_then_trace
+    store = RunStore(tmp_path / "runs")
+    first = store.save(trace, reuse=True)
+    assert not first.existed
+    path = store.path(first.name)
+    assert path.read_text() == trace_io.dumps(first.trace)  # the one-serialisation text is dumps' text
+    # the same result again (another time, other timings: another content id): the saved run comes back,
+    # the very object this process saved, and its file is neither parsed nor written again
+    rerun = dataclasses.replace(trace, created_at="2030-01-01T00:00:00+00:00", timings={"plan": 9.0})
+    reads = []
+    real_load = trace_io.load
+    monkeypatch.setattr(trace_io, "load", lambda p, *a, **k: reads.append(p) or real_load(p, *a, **k))
+    again = store.save(rerun, reuse=True)
+    assert again.existed and again.name == first.name and again.trace is first.trace and reads == []
+    assert store.load(first.name) is first.trace and reads == []
+    assert len([p for p in (tmp_path / "runs").glob("*.json") if not p.name.endswith(".meta.json")]) == 1
+    # a file replaced on disk (another trace under that name) is read again, and reuse checks it:
+    # its outcome differs from the sidecar's, so the rerun is saved instead of reopening the wrong run
+    other = with_content_id(dataclasses.replace(trace, query=trace.query + " (edited)"))
+    path.write_text(trace_io.dumps(other))
+    assert store.load(first.name) == other and len(reads) == 1
+    saved = store.save(rerun, reuse=True)
+    assert not saved.existed and saved.name != first.name
+    # a new store object over the same folder (another session) shares what this process knows
+    assert RunStore(tmp_path / "runs").save(rerun, reuse=True).trace is saved.trace and len(reads) == 1
+    assert runs_mod.outcome_key(saved.trace) == runs_mod.outcome_key(rerun)
+
+
 def test_runs_dir_env(tmp_path, monkeypatch):
     monkeypatch.setenv("CRASE_RUNS_DIR", str(tmp_path / "my-runs"))
     assert runs_dir() == tmp_path / "my-runs" and (tmp_path / "my-runs").is_dir()
