@@ -304,8 +304,17 @@ def search_page() -> None:
             if col.button(d["label"], key=f"demo_{d['label']}", help=d["query"], width="stretch"):
                 st.session_state["query_text"] = d["query"]
                 st.session_state["autorun"] = True
-    query = st.text_area("Your literature-search question", key="query_text", height=90,
-                         placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?")
+    # the question and its buttons are one form: typing and then clicking is one page run, not two (the text
+    # box would otherwise send its value, and rerun the page, when the click takes the focus away)
+    with st.form("search_form", border=False, enter_to_submit=False):
+        query = st.text_area("Your literature-search question", key="query_text", height=90,
+                             placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?")
+        b1, b2, _ = st.columns([1, 1, 4])
+        go = b1.form_submit_button("Search", type="primary", width="stretch", icon=":material/search:")
+        estimate = b2.form_submit_button(
+            "Estimate budget", width="stretch", icon=":material/calculate:",
+            help="Plan, search seeds and expand the graph, then count the work the run needs "
+            "(1 + |V| + |E|, less cached) without extracting claims or scoring edges.")
     operator = guarded(operator_settings, "The server's settings are invalid")
     if operator is None:
         return
@@ -314,11 +323,6 @@ def search_page() -> None:
         choices = runtime_form(operator)
         st.divider()
         settings = guarded(lambda: settings_form(operator), "Invalid settings")
-    b1, b2, _ = st.columns([1, 1, 4])
-    go = b1.button("Search", type="primary", width="stretch", icon=":material/search:")
-    estimate = b2.button("Estimate budget", width="stretch", icon=":material/calculate:",
-                         help="Plan, search seeds and expand the graph, then count the work the run needs "
-                         "(1 + |V| + |E|, less cached) without extracting claims or scoring edges.")
     autorun = st.session_state.pop("autorun", False)
     if settings is None:
         return

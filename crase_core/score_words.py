@@ -39,11 +39,25 @@ def score_sentence(trace: RunTrace, result: RankedPaper) -> str:
     if n == 0:
         return "no score (nothing was ranked)"
     what = "of the random walk's time" if trace.ranking.ranker == "ppr" else f"of the total {trace.ranking.ranker} score"
-    sentence = f"{share:.1%} {what} — {multiple:.1f}× the average of the {n:,} papers in the pruned graph"
     fusion = trace.settings.fusion
+    if share == 0:
+        sentence = f"none {what} (nothing in the pruned graph leads to it)"
+    else:
+        sentence = (f"{_share_text(share)} {what} — {_multiple_text(multiple)} the average of the {n:,} papers "
+                    "in the pruned graph")
     if fusion != "none":
-        sentence += f"; placed by that and its text match with the whole query ({fusion} fusion)"
+        how = "that and its" if multiple >= 1 else "its"
+        sentence += f"; placed by {how} text match with the whole query ({fusion} fusion)"
     return sentence
+
+
+def _share_text(share: float) -> str:
+    """``1.2%``; a share that would print as 0.0% says how small it is instead."""
+    return "under 0.1%" if share < 0.0005 else f"{share:.1%}"
+
+
+def _multiple_text(multiple: float) -> str:
+    return "under 0.1×" if multiple < 0.05 else f"{multiple:.1f}×"
 
 
 def restart_words(trace: RunTrace) -> str:
