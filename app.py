@@ -22,8 +22,8 @@ from crase_app.shared import (
     current_trace,
     downloads,
     gc_deferred,
-    get_engine,
     guarded,
+    open_engine,
     open_trace,
     page_header,
     prefetch_engine,
@@ -109,6 +109,11 @@ class ProgressBoard:
         self._line("open", f":material/progress_activity: **{STAGE_LABELS['open']}** — the first query after a "
                    "start opens the corpus (building its store and index if the set-up step did not); later ones "
                    "reuse it")
+
+    def building(self, step) -> None:
+        """A corpus-build report (the first query over a corpus whose store and index are not built yet)."""
+        self._line("open", f":material/progress_activity: **{STAGE_LABELS['open']}** — building its store and "
+                   f"index once ({step.fraction:.0%}, {md_escape(step.stage)}): {md_escape(step.message)}")
 
     def opened(self, engine) -> None:
         self.model = uses_model(engine.backend.describe())
@@ -346,7 +351,7 @@ def search_page() -> None:
         with st.status("Counting the work this query needs…", expanded=True) as status:
             board = ProgressBoard(status, clicked)
             board.opening()
-            engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
+            engine = guarded(lambda: open_engine(engine_key, board.building), "Could not open the source/backend")
             build = None
             if engine is not None:
                 board.opened(engine)
@@ -368,7 +373,7 @@ def search_page() -> None:
         with st.status("Running the pipeline…", expanded=True) as status:
             board = ProgressBoard(status, clicked)
             board.opening()
-            engine = guarded(lambda: get_engine(engine_key), "Could not open the source/backend")
+            engine = guarded(lambda: open_engine(engine_key, board.building), "Could not open the source/backend")
             trace = None
             if engine is None:
                 status.update(label="Could not open the source", state="error", expanded=True)

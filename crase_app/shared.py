@@ -38,7 +38,7 @@ from crase_core.records import EdgeRecord
 from crase_core.redaction import install_log_filter
 from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
-from crase_core.runtime import build_engine
+from crase_core.runtime import BuildStep, build_engine
 from crase_core.trace import RunTrace
 
 if TYPE_CHECKING:  # pandas and altair are imported where a table or chart is drawn, not on the Search page
@@ -108,10 +108,51 @@ def get_engine(choices_json: str) -> Any:
     """One engine per form choice (source, backend, allowed endpoint name, source knobs) over the operator's
     settings; sources and backends are read-only, so sessions share it."""
     settings = with_choices(load_settings(), **json.loads(choices_json))
-    return build_engine(settings.runtime)
+    return build_engine(settings.runtime, build_progress=partial(_record_build_step, choices_json))
+
+
+# the latest corpus-build step per engine choice, written by whichever thread builds (the prefetch thread, or
+# the page run of the first click); a page run that builds itself also gets each step through its own sink
+_BUILD_STEPS: dict[str, BuildStep] = {}
+_BUILD_LOCK = threading.Lock()
+_STEP_SINK = threading.local()
+
+
+def _record_build_step(choices_json: str, step: BuildStep) -> None:
+    with _BUILD_LOCK:
+        _BUILD_STEPS[choices_json] = step
+    sink = getattr(_STEP_SINK, "fn", None)
+    if sink is not None:
+        sink(step)
+
+
+def open_engine(choices_json: str, on_step: Callable[[BuildStep], None]) -> Any:
+    """:func:`get_engine`, reporting the corpus build to ``on_step`` (stage, fraction, message) when the store
+    and text index must be built first: from this page run when it builds them, or every 0.25 s while the
+    background prefetch (:func:`prefetch_engine`) is building them. An opened store reports nothing."""
+    thread = _PREFETCHING.get(choices_json)
+    shown: BuildStep | None = None
+    while thread is not None and thread.is_alive():
+        with _BUILD_LOCK:
+            step = _BUILD_STEPS.get(choices_json)
+        if step is not None and step is not shown:
+            on_step(step)
+            shown = step
+        thread.join(0.25)
+    if thread is not None:  # its last step (done), when the build ended between two looks
+        with _BUILD_LOCK:
+            step = _BUILD_STEPS.get(choices_json)
+        if step is not None and step is not shown:
+            on_step(step)
+    _STEP_SINK.fn = on_step
+    try:
+        return get_engine(choices_json)
+    finally:
+        _STEP_SINK.fn = None
 
 
 PREFETCH_THREAD = "crase-engine-prefetch"
+_PREFETCHING: dict[str, threading.Thread] = {}  # the prefetch thread of each engine choice
 
 
 class _NotFromPrefetch(logging.Filter):
@@ -137,6 +178,7 @@ def prefetch_engine(choices_json: str) -> threading.Thread:
     if not any(isinstance(f, _NotFromPrefetch) for f in ctx_log.filters):
         ctx_log.addFilter(_NotFromPrefetch())
     thread = threading.Thread(target=_open_quietly, args=(choices_json,), name=PREFETCH_THREAD, daemon=True)
+    _PREFETCHING[choices_json] = thread
     thread.start()
     return thread
 

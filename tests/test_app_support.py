@@ -411,3 +411,48 @@ def test_library_papers_marked_on_graph_legend_tooltip_and_inspector(budget_then
         assert not at.exception
         badges = [m.value for m in at.markdown if "already in your library" in m.value]
         assert badges == ([":green-badge[:material/bookmark: already in your library]"] if expected else [])
+
+
+def _fresh_corpus_env(tmp_path, monkeypatch) -> str:
+    """The hostile fixture corpus with an empty cache folder (its store and index not built yet)."""
+    import streamlit as st
+
+    from crase_app.settings_form import choices_json
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("CRASE_CORPUS", str(root / "tests" / "fixtures" / "hostile_corpus"))
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_resource.clear()
+    return choices_json({"source": "local", "backend": "offline"})
+
+
+def test_the_first_open_reports_the_corpus_build_and_a_later_open_reports_nothing(tmp_path, monkeypatch):
+    """Issue 11/13: progress from the first click includes building the store and index (app: ProgressBoard)."""
+    from crase_app import shared
+
+    key = _fresh_corpus_env(tmp_path, monkeypatch)
+    steps: list = []
+    engine = shared.open_engine(key, steps.append)
+    assert "hostile_corpus" in engine.source.describe()
+    assert [s.stage for s in steps][-1] == "done" and steps[-1].fraction == 1.0
+    assert {"parse", "index"} <= {s.stage for s in steps}
+    assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
+    again: list = []
+    import streamlit as st
+
+    st.cache_resource.clear()  # a new server process: the store is on disk now, opening it builds nothing
+    shared.open_engine(key, again.append)
+    assert again == []
+
+
+def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypatch):
+    from crase_app import shared
+
+    key = _fresh_corpus_env(tmp_path, monkeypatch)
+    thread = shared.prefetch_engine(key)
+    steps: list = []
+    shared.open_engine(key, steps.append)
+    assert not thread.is_alive()
+    # what the prefetch built is reported (at least its last step), and this click built nothing itself
+    assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
+    assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
