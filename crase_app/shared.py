@@ -131,6 +131,8 @@ def open_engine(choices_json: str, on_step: Callable[[BuildStep], None]) -> Any:
     and text index must be built first: from this page run when it builds them, or every 0.25 s while the
     background prefetch (:func:`prefetch_engine`) is building them. An opened store reports nothing."""
     thread = _PREFETCHING.get(choices_json)
+    if thread is not None and not thread.is_alive():
+        thread = None  # finished before this click: nothing to follow
     shown: BuildStep | None = None
     while thread is not None and thread.is_alive():
         with _BUILD_LOCK:
@@ -139,7 +141,7 @@ def open_engine(choices_json: str, on_step: Callable[[BuildStep], None]) -> Any:
             on_step(step)
             shown = step
         thread.join(0.25)
-    if thread is not None:  # its last step (done), when the build ended between two looks
+    if thread is not None:  # the prefetch's last step (done), when its build ended between two looks
         with _BUILD_LOCK:
             step = _BUILD_STEPS.get(choices_json)
         if step is not None and step is not shown:

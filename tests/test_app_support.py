@@ -418,17 +418,20 @@ def _fresh_corpus_env(tmp_path, monkeypatch) -> str:
     import streamlit as st
 
     from crase_app.settings_form import choices_json
+    from crase_core import runtime
 
     root = Path(__file__).resolve().parent.parent
     monkeypatch.setenv("CRASE_CORPUS", str(root / "tests" / "fixtures" / "hostile_corpus"))
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     st.cache_resource.clear()
+    runtime._local_source.cache_clear()  # a fresh server process: no corpus opened yet
     return choices_json({"source": "local", "backend": "offline"})
 
 
 def test_the_first_open_reports_the_corpus_build_and_a_later_open_reports_nothing(tmp_path, monkeypatch):
     """Issue 11/13: progress from the first click includes building the store and index (app: ProgressBoard)."""
     from crase_app import shared
+    from crase_core import runtime
 
     key = _fresh_corpus_env(tmp_path, monkeypatch)
     steps: list = []
@@ -441,15 +444,23 @@ def test_the_first_open_reports_the_corpus_build_and_a_later_open_reports_nothin
     import streamlit as st
 
     st.cache_resource.clear()  # a new server process: the store is on disk now, opening it builds nothing
+    runtime._local_source.cache_clear()
     shared.open_engine(key, again.append)
     assert again == []
 
 
 def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypatch):
+    import threading
+
     from crase_app import shared
+    from crase_core import corpus_store
 
     key = _fresh_corpus_env(tmp_path, monkeypatch)
+    gate = threading.Event()  # the tiny corpus builds in milliseconds: hold the prefetch until the click waits
+    real_build = corpus_store.build
+    monkeypatch.setattr(corpus_store, "build", lambda *a, **k: (gate.wait(30), real_build(*a, **k))[1])
     thread = shared.prefetch_engine(key)
+    threading.Timer(0.5, gate.set).start()
     steps: list = []
     shared.open_engine(key, steps.append)
     assert not thread.is_alive()
