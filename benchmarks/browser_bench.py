@@ -168,6 +168,15 @@ def settle(page: Any) -> None:
     page.wait_for_timeout(1_000)
 
 
+def launch_and_open(p: Any, chromium: str, url: str, info: dict[str, float]) -> tuple[Any, Any]:
+    """A headless chromium with the search page open; records the first page load's time in ``info``."""
+    browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    t0 = time.perf_counter()
+    page = open_search(browser, url)
+    info["first page load → query box"] = time.perf_counter() - t0
+    return browser, page
+
+
 def cold_phase(chromium: str, label: str, kind: str, query: str, built: bool) -> tuple[Phase, dict[str, float]]:
     """One fresh server and browser: the first query only."""
     from playwright.sync_api import sync_playwright
@@ -180,10 +189,7 @@ def cold_phase(chromium: str, label: str, kind: str, query: str, built: bool) ->
         proc, url, info["server start → healthy"] = start_app(tmp)
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-                t0 = time.perf_counter()
-                page = open_search(browser, url)
-                info["first page load → query box"] = time.perf_counter() - t0
+                browser, page = launch_and_open(p, chromium, url, info)
                 seconds = search(page, query)
                 total, pipeline, stages = app_numbers(page, tmp / "runs", query)
                 browser.close()
@@ -219,10 +225,7 @@ def warm_phases(chromium: str, repeat: int, keep: bool) -> tuple[list[Phase], di
 
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            t0 = time.perf_counter()
-            page = open_search(browser, url)
-            info["first page load → query box"] = time.perf_counter() - t0
+            browser, page = launch_and_open(p, chromium, url, info)
             record("cold: first query (store built, result cache empty)", "cold-built", search(page, q1), q1, page)
             for i in range(repeat):
                 record(f"warm, same session: repeated query (saved run reopened) #{i + 1}", "warm-repeat",
