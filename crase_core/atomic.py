@@ -23,6 +23,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from .errors import InputError
@@ -144,3 +145,15 @@ def publish_dir(tmp: Path, target: Path) -> bool:
         if target.is_dir():
             return False
         raise
+
+
+def remove_dir(path: Path, why: str = "old") -> None:
+    """Remove the folder ``path`` so that no reader ever sees it half-deleted: it is renamed aside first
+    (``.<name>.<why>-<pid>-<ns>``; processes that mapped its files keep their mapping), then deleted.
+    A folder that is already gone is nothing to do."""
+    aside = path.with_name(f".{path.name}.{why}-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)

@@ -53,7 +53,9 @@ from . import atomic
 from .cache import cache_root
 from .corpus import Corpus, _decode_line, _find, _fingerprint, _line_blocks, _lines, parse_paper_line
 from .errors import CorpusError, CraseError
+from .npy_folder import map_npy, read_meta
 from .records import Paper
+from .sorted_keys import SortedKeys, find_sorted
 from .textindex import DocTerms, PostingsBuilder, PostingsWriter, TextIndex, append_postings
 from .textindex import publish as publish_index
 
@@ -101,51 +103,27 @@ def reporting(hook: StepHook | None) -> Iterator[None]:
 
 
 # ---- lazy views over the mapped columns ----------------------------------------------------------------
-class IdIndex(Mapping[str, int]):
+class IdIndex(SortedKeys):
     """paper id → position, by binary search over the sorted ids (memory-mapped)."""
 
     _CACHED = 200_000  # lookups remembered (a query asks for the same few thousand ids again and again)
 
     def __init__(self, ids_sorted: np.ndarray, order: np.ndarray):
-        self._sorted = ids_sorted
+        super().__init__(ids_sorted)
         self._order = order
         self._seen: dict[str, int | None] = {}
 
-    def get_pos(self, key: str) -> int | None:
+    def lookup(self, key: str) -> int | None:
         try:
             return self._seen[key]
         except KeyError:
             pass
-        b = key.encode("utf-8", "surrogatepass")
-        pos: int | None = None
-        if self._sorted.size and len(b) <= self._sorted.dtype.itemsize and not b.endswith(b"\x00"):
-            j = int(np.searchsorted(self._sorted, b))
-            if j < self._sorted.size and self._sorted[j:j + 1].tolist() == [b]:
-                pos = int(self._order[j:j + 1].tolist()[0])
+        j = find_sorted(self.keys_array, key)
+        pos = None if j is None else int(self._order[j:j + 1].tolist()[0])
         if len(self._seen) >= self._CACHED:
             self._seen.clear()
         self._seen[key] = pos
         return pos
-
-    def get(self, key: str, default: Any = None) -> Any:
-        i = self.get_pos(key) if isinstance(key, str) else None
-        return default if i is None else i
-
-    def __getitem__(self, key: str) -> int:
-        i = self.get_pos(key) if isinstance(key, str) else None
-        if i is None:
-            raise KeyError(key)
-        return i
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get_pos(key) is not None
-
-    def __len__(self) -> int:
-        return int(self._sorted.size)
-
-    def __iter__(self) -> Iterator[str]:
-        for j in range(self._sorted.size):
-            yield bytes(self._sorted[j]).decode("utf-8", "surrogatepass")
 
 
 @dataclass
@@ -673,13 +651,7 @@ def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_targ
 
 # ---- opening -------------------------------------------------------------------------------------------
 def _load_meta(path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"meta.json unreadable ({type(e).__name__})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise ValueError("not a corpus store of this version")
-    return meta
+    return read_meta(path, FORMAT, VERSION, "a corpus store")
 
 
 def _map(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -691,17 +663,14 @@ def _map(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         p = path / fname
         if not (isinstance(spec, list) and len(spec) == 4):
             raise ValueError(f"meta.json: bad entry for {fname}")
-        if p.stat().st_size != spec[2]:
-            raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]}: truncated or replaced")
         stem = fname.rsplit(".", 1)[0]
         if fname.endswith(".bin"):
+            if p.stat().st_size != spec[2]:
+                raise ValueError(f"{fname} has {p.stat().st_size} bytes, meta.json says {spec[2]}: truncated or replaced")
             out[stem] = (np.asarray(np.memmap(p, dtype=np.uint8, mode="r", shape=(spec[2],))) if spec[2]
                          else np.zeros(0, dtype=np.uint8))
             continue
-        a = np.load(p, mmap_mode="r", allow_pickle=False)
-        if [a.dtype.str, list(a.shape)] != spec[:2]:
-            raise ValueError(f"{fname} does not match meta.json")
-        out[stem] = np.asarray(a)  # a plain view of the mapping (np.memmap's indexing is slower)
+        out[stem] = map_npy(p, spec[0], spec[1], spec[2])
     return out
 
 
@@ -794,7 +763,7 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
     tmp = atomic.temp_dir_beside(target)
     try:
         _copy_text(old_path, tmp)
-        sink = _PaperSink(tmp, lambda pid: old_index.get_pos(pid) is not None, PostingsBuilder(), old_offsets)
+        sink = _PaperSink(tmp, lambda pid: old_index.lookup(pid) is not None, PostingsBuilder(), old_offsets)
         try:
             for chunk in _parsed(new_papers, 1):
                 sink.add(chunk)
@@ -805,7 +774,7 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
         progress(f"parsed {n_new:,} new papers ({time.perf_counter() - start:.1f} s)")
 
         def lookup(pid: str) -> int | None:
-            i = old_index.get_pos(pid)
+            i = old_index.lookup(pid)
             if i is not None:
                 return i
             j = sink.index.get(pid)
@@ -850,7 +819,7 @@ def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: s
         dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + resolved_loops,
                    "unknown_ids": int(kept_src.size) + len(edges.pending_src),
                    "duplicates": valid_lines - int(keys.size), "malformed": d.get("malformed", 0) + edges.malformed}
-        width = max(old_index._sorted.dtype.itemsize, new_ids.dtype.itemsize)
+        width = max(old_index.keys_array.dtype.itemsize, new_ids.dtype.itemsize)
         ids = np.concatenate([np.asarray(_map_one(old_path, "ids")).astype(f"S{width}"), new_ids.astype(f"S{width}")])
         arrays = {**_id_arrays(ids),
                   "year": np.concatenate([np.asarray(old.papers._c.year),  # type: ignore[attr-defined]
@@ -890,12 +859,7 @@ def _map_one(path: Path, name: str) -> np.ndarray:
 
 def remove_store(path: Path) -> None:
     """Remove a store or index folder (renamed aside first; processes that mapped it keep their mapping)."""
-    aside = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-    try:
-        os.rename(path, aside)
-    except OSError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
+    atomic.remove_dir(path, "old")
 
 
 def _appended_text(path: Path) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
@@ -33,9 +32,11 @@ from typing import Any
 import numpy as np
 
 from . import text as _text
-from .atomic import publish_dir, temp_dir_beside
+from .atomic import publish_dir, remove_dir, temp_dir_beside
 from .cache import cache_root
 from .corpus import Corpus
+from .npy_folder import map_npy, read_meta
+from .sorted_keys import SortedKeys, find_sorted
 from .text import content_terms
 
 log = logging.getLogger(__name__)
@@ -131,49 +132,21 @@ class DocTerms:
         return DocTerms(self.terms, self.term[m], new_pos[self.doc[m]].astype(np.int32), self.tf[m], self.lens[keep])
 
 
-def _remove_damaged(path: Path) -> None:
-    """Move a damaged index folder out of the way (renamed first, so a concurrent reader never sees it half-deleted)."""
-    aside = path.with_name(f".{path.name}.damaged-{os.getpid()}-{time.monotonic_ns()}")
-    try:
-        os.rename(path, aside)
-    except OSError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
-
-
-class TermVocab(Mapping[str, int]):
+class TermVocab(SortedKeys):
     """stem → term id over a sorted array of UTF-8 stems: a lookup is a binary search (nothing is loaded at
     open); the first full iteration (``items()``, ``dict(vocab)``) builds a dict once and uses it after."""
 
     def __init__(self, terms: np.ndarray):
-        self.terms = terms
+        super().__init__(terms)
         self._dict: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, int]:
         if self._dict is None:
-            self._dict = {raw.decode("utf-8", "surrogatepass"): i for i, raw in enumerate(self.terms.tolist())}
+            self._dict = {raw.decode("utf-8", "surrogatepass"): i for i, raw in enumerate(self.keys_array.tolist())}
         return self._dict
 
-    def get_id(self, term: str) -> int | None:
-        if self._dict is not None:
-            return self._dict.get(term)
-        key = term.encode("utf-8", "surrogatepass")
-        if not self.terms.size or len(key) > self.terms.dtype.itemsize or key.endswith(b"\x00"):
-            return None
-        j = int(np.searchsorted(self.terms, key))
-        return j if j < self.terms.size and self.terms[j] == key else None
-
-    def __getitem__(self, term: str) -> int:
-        j = self.get_id(term) if isinstance(term, str) else None
-        if j is None:
-            raise KeyError(term)
-        return j
-
-    def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and self.get_id(term) is not None
-
-    def __len__(self) -> int:
-        return int(self.terms.size)
+    def lookup(self, key: str) -> int | None:
+        return self._dict.get(key) if self._dict is not None else find_sorted(self.keys_array, key)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.as_dict())
@@ -486,22 +459,13 @@ def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | N
 
 def load_postings(folder: Path) -> tuple[Postings, dict[str, Any]]:
     """The memory-mapped postings saved in ``folder``; ValueError (naming what) when they are damaged."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"meta.json unreadable ({type(e).__name__})") from None
-    if not isinstance(meta, dict) or meta.get("format") != _FORMAT or meta.get("version") != INDEX_VERSION:
-        raise ValueError("not an index of this version")
+    meta = read_meta(folder, _FORMAT, INDEX_VERSION, "an index")
     arrays: dict[str, np.ndarray] = {}
     for name in _ARRAYS:
-        path = folder / f"{name}.npy"
         want = meta.get("arrays", {}).get(name)
-        if not isinstance(want, list) or len(want) != 3 or path.stat().st_size != want[2]:
-            raise ValueError(f"{name}.npy has the wrong size")
-        a = np.load(path, mmap_mode="r", allow_pickle=False) if want[2] else None
-        if a is None or [a.dtype.str, list(a.shape)] != want[:2]:
-            raise ValueError(f"{name}.npy does not match meta.json")
-        arrays[name] = np.asarray(a)  # a plain view of the mapping
+        if not isinstance(want, list) or len(want) != 3 or not want[2]:
+            raise ValueError(f"meta.json: bad entry for {name}.npy")
+        arrays[name] = map_npy(folder / f"{name}.npy", want[0], want[1], want[2])
     p = Postings(sum_doc_len=int(meta["sum_doc_len"]), **arrays)
     if (p.indptr.shape != (p.vocab.size + 1,) or int(p.indptr[0]) != 0 or int(p.indptr[-1]) != p.docs.size
             or p.tf.shape != p.docs.shape):
@@ -566,7 +530,7 @@ class TextIndex:
                 raise ValueError("document count differs from the corpus")
             except (OSError, ValueError, KeyError, TypeError) as e:  # a damaged index is rebuilt, not fatal
                 log.warning("index at %s unreadable (%s); rebuilding", path, e)
-                _remove_damaged(path)
+                remove_dir(path, "damaged")
         index = cls.build(corpus)
         try:
             publish(index.postings, path)
@@ -590,11 +554,11 @@ class TextIndex:
         return cls(builder.finish(), time.perf_counter() - start)
 
     def term_id(self, term: str) -> int | None:
-        return self.vocab.get_id(term)
+        return self.vocab.lookup(term)
 
     def postings_of(self, term: str) -> np.ndarray:
         """Ascending ids of the documents holding ``term`` (empty when unknown)."""
-        tid = self.vocab.get_id(term)
+        tid = self.vocab.lookup(term)
         if tid is None:
             return np.zeros(0, dtype=np.int32)
         return np.asarray(self.postings.docs[self.postings.indptr[tid]:self.postings.indptr[tid + 1]])
@@ -604,7 +568,7 @@ class TextIndex:
         p = self.postings
         n = p.n_docs
         out = np.zeros(n, dtype=np.float32)
-        tids = [t for t in (self.vocab.get_id(term) for term in content_terms(query)) if t is not None]
+        tids = [t for t in (self.vocab.lookup(term) for term in content_terms(query)) if t is not None]
         if not tids or not n:
             return out
         avgdl = np.float64(p.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths

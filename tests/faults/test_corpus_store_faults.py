@@ -56,5 +56,7 @@ def test_damaged_index_file_is_rebuilt(tmp_path):
     (index / "docs.npy").write_bytes(b"\x93NUMPY garbage")
     r = query(corpus, cache)
     assert r.returncode == 0, r.stderr
-    assert f"index at {index} unreadable (docs.npy has the wrong size); rebuilding" in r.stderr
+    size = len(b"\x93NUMPY garbage")
+    assert f"index at {index} unreadable (docs.npy has {size} bytes, meta.json says " in r.stderr
+    assert ": truncated or replaced); rebuilding" in r.stderr
     assert ranked(r.stdout) == ranked(clean.stdout)
