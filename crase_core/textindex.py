@@ -490,21 +490,67 @@ class _PostingsView:
 
 @dataclass
 class TextIndex:
-    """BM25 over a corpus's title + abstract (see the module docstring)."""
+    """BM25 over a corpus's title + abstract (see the module docstring).
+
+    ``postings`` is the first part of the index (all of it for a corpus built in one go); ``segments`` are the
+    parts appended since (:mod:`crase_core.segments`), each with document ids local to it, following in
+    order. Every query method works over all parts with index-wide statistics (N, avgdl, df summed over the
+    parts), so a segmented index scores exactly as one built in one go. ``vocab``/``retriever`` (the whole
+    vocabulary and postings, for consumers that walk them) are merged in memory once when there are segments.
+    """
 
     postings: Postings
     build_seconds: float = 0.0
     path: Path | None = None
-    vocab: TermVocab = field(init=False)
-    retriever: _PostingsView = field(init=False)
+    segments: tuple[Postings, ...] = ()
+    _merged: Postings | None = field(default=None, init=False, repr=False)
+    _vocab: TermVocab | None = field(default=None, init=False, repr=False)
+    _part_vocabs: list[TermVocab] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.vocab = TermVocab(self.postings.vocab)
-        self.retriever = _PostingsView(self.postings, self.vocab)
+        self._part_vocabs = [TermVocab(p.vocab) for p in (self.postings, *self.segments)]
+
+    @property
+    def parts(self) -> tuple[Postings, ...]:
+        return (self.postings, *self.segments)
+
+    def merged(self) -> Postings:
+        """The whole index as one :class:`Postings` (the first part itself when there are no segments;
+        else merged in memory once, ~6 B a posting)."""
+        if not self.segments:
+            return self.postings
+        if self._merged is None:
+            merged = self.postings
+            for seg in self.segments:
+                merged = append_postings(merged, seg)
+            self._merged = merged
+        return self._merged
+
+    @property
+    def vocab(self) -> TermVocab:
+        """stem → term id over the whole (merged) vocabulary."""
+        if not self.segments:
+            return self._part_vocabs[0]
+        if self._vocab is None:
+            self._vocab = TermVocab(self.merged().vocab)
+        return self._vocab
+
+    @property
+    def retriever(self) -> _PostingsView:
+        return _PostingsView(self.merged(), self.vocab)
+
+    @property
+    def n_docs(self) -> int:
+        """N: the documents of every part."""
+        return sum(p.n_docs for p in self.parts)
+
+    @property
+    def sum_doc_len(self) -> int:
+        return sum(p.sum_doc_len for p in self.parts)
 
     @staticmethod
     def folder_for(corpus: Corpus, base: Path | None = None) -> Path:
-        return index_folder(corpus.name, corpus.fingerprint, base)
+        return index_folder(corpus.name, corpus.base_fingerprint or corpus.fingerprint, base)
 
     @classmethod
     def open(cls, path: Path) -> TextIndex:
@@ -519,33 +565,40 @@ class TextIndex:
         The new index is saved in a uniquely named temp folder and renamed into place, so
         concurrent first runs never share a temp folder (the first rename wins; the others open
         the winner's). A cache folder that cannot be written leaves the index in memory only.
+        For a segmented corpus (:mod:`crase_core.segments`) this is the index of its first part plus the
+        postings each segment holds (checked when the corpus was opened).
         """
+        segments = tuple(load_postings(s / "postings")[0] for s in corpus.segments)
+        n_first = len(corpus) - sum(s.n_docs for s in segments)
         base = directory or cache_root() / "index"
         path = cls.folder_for(corpus, base)
         if path.is_dir():
             try:
                 index = cls.open(path)
-                if index.postings.n_docs == len(corpus):
-                    return index
+                if index.postings.n_docs == n_first:
+                    return cls(index.postings, 0.0, path, segments)
                 raise ValueError("document count differs from the corpus")
             except (OSError, ValueError, KeyError, TypeError) as e:  # a damaged index is rebuilt, not fatal
                 log.warning("index at %s unreadable (%s); rebuilding", path, e)
                 remove_dir(path, "damaged")
-        index = cls.build(corpus)
+        index = cls.build(corpus, n_first)
         try:
             publish(index.postings, path)
         except OSError as e:
             log.warning("could not save the BM25 index under %s (%s); using it from memory", base, e)
-            return index
-        return cls(index.postings, index.build_seconds, path) if path.is_dir() else index
+            return cls(index.postings, index.build_seconds, None, segments)
+        return cls(index.postings, index.build_seconds, path if path.is_dir() else None, segments)
 
     @classmethod
-    def build(cls, corpus: Corpus) -> TextIndex:
+    def build(cls, corpus: Corpus, n_docs: int | None = None) -> TextIndex:
+        """The index of the corpus's first ``n_docs`` papers (default: all), tokenised here."""
         start = time.perf_counter()
-        log.info("building the BM25 index for %s papers of %s", f"{len(corpus):,}", corpus.name)
+        n = len(corpus) if n_docs is None else n_docs
+        log.info("building the BM25 index for %s papers of %s", f"{n:,}", corpus.name)
         builder = PostingsBuilder()
         batch: list[tuple[str, str]] = []
-        for p in corpus.papers:
+        for i in range(n):
+            p = corpus.papers[i]
             batch.append((p.title, p.abstract))
             if len(batch) >= 20_000:
                 builder.add_texts(batch)
@@ -553,32 +606,63 @@ class TextIndex:
         builder.add_texts(batch)
         return cls(builder.finish(), time.perf_counter() - start)
 
+    def _term_parts(self, term: str) -> list[tuple[int, int, int, int]]:
+        """(part, offset of its first document, lo, hi) of every part holding ``term`` (its postings ``lo:hi``)."""
+        out = []
+        offset = 0
+        for k, (p, v) in enumerate(zip(self.parts, self._part_vocabs, strict=True)):
+            tid = v.lookup(term)
+            if tid is not None:
+                lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
+                if hi > lo:
+                    out.append((k, offset, lo, hi))
+            offset += p.n_docs
+        return out
+
     def term_id(self, term: str) -> int | None:
+        """The stem's id in the (merged) vocabulary; None when no document holds it."""
         return self.vocab.lookup(term)
+
+    def df(self, term: str) -> int:
+        """How many documents hold ``term`` (0 when none)."""
+        return sum(hi - lo for _, _, lo, hi in self._term_parts(term))
+
+    def document_frequencies(self) -> dict[str, int]:
+        """stem → df over the whole index (each part's vocabulary walked once; no postings are merged)."""
+        out: dict[str, int] = {}
+        for p, v in zip(self.parts, self._part_vocabs, strict=True):
+            counts = np.diff(np.asarray(p.indptr)).tolist()
+            for term, tid in v.items():
+                out[term] = out.get(term, 0) + counts[tid]
+        return out
 
     def postings_of(self, term: str) -> np.ndarray:
         """Ascending ids of the documents holding ``term`` (empty when unknown)."""
-        tid = self.vocab.lookup(term)
-        if tid is None:
+        found = self._term_parts(term)
+        if not found:
             return np.zeros(0, dtype=np.int32)
-        return np.asarray(self.postings.docs[self.postings.indptr[tid]:self.postings.indptr[tid + 1]])
+        if len(found) == 1 and found[0][1] == 0:
+            k, _, lo, hi = found[0]
+            return np.asarray(self.parts[k].docs[lo:hi])
+        return np.concatenate([np.asarray(self.parts[k].docs[lo:hi]) + np.int32(off) for k, off, lo, hi in found])
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (float32; zeros when no term is known)."""
-        p = self.postings
-        n = p.n_docs
+        n = self.n_docs
         out = np.zeros(n, dtype=np.float32)
-        tids = [t for t in (self.vocab.lookup(term) for term in content_terms(query)) if t is not None]
-        if not tids or not n:
+        found = [f for f in (self._term_parts(term) for term in content_terms(query)) if f]
+        if not found or not n:
             return out
-        avgdl = np.float64(p.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths
-        for tid in tids:  # in query order, repeats included (as bm25s sums its score columns)
-            lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
-            docs = np.asarray(p.docs[lo:hi])
-            tf = np.asarray(p.tf[lo:hi]).astype(np.float64)
-            idf = np.float64(np.float32(math.log(1 + (n - (hi - lo) + 0.5) / ((hi - lo) + 0.5))))
-            norm = K1 * ((1 - B) + B * np.asarray(p.doc_len[docs]).astype(np.float64) / avgdl)
-            out[docs] += (idf * (tf / (norm + tf))).astype(np.float32)
+        avgdl = np.float64(self.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths
+        for parts in found:  # in query order, repeats included (as bm25s sums its score columns)
+            df = sum(hi - lo for _, _, lo, hi in parts)
+            idf = np.float64(np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5))))
+            for k, offset, lo, hi in parts:  # each part's documents are disjoint: every one gets its own term
+                p = self.parts[k]
+                docs = np.asarray(p.docs[lo:hi])
+                tf = np.asarray(p.tf[lo:hi]).astype(np.float64)
+                norm = K1 * ((1 - B) + B * np.asarray(p.doc_len[docs]).astype(np.float64) / avgdl)
+                out[docs + offset if offset else docs] += (idf * (tf / (norm + tf))).astype(np.float32)
         return out
 
     def size_bytes(self) -> int:
