@@ -72,8 +72,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     with corpus_store.reporting(bar):
         corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
     index = TextIndex.for_corpus(corpus)
+    parts = f" and {len(corpus.segments)} appended segments" if corpus.segments else ""
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
-          f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}, "
+          f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}{parts}, "
           f"text index {_size_mb(index.path):,.1f} MB; {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -22,6 +22,9 @@ file's CRC-32 and the structure of every array (``crase corpus check``). Nothing
 code: ``.npy`` files are read with ``allow_pickle=False``, the rest is JSON and raw UTF-8.
 
 The text index of the corpus (:mod:`crase_core.textindex`) is built in the same pass over the papers.
+
+A corpus grows by appended segments (:func:`add_papers`, :mod:`crase_core.segments`): a store is never
+rewritten by an append; :func:`merge_segments` folds a store and its segments into one store again.
 """
 
 from __future__ import annotations

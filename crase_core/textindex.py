@@ -8,9 +8,10 @@ total length). A query computes, for each of its known stems t in order,
     idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl)),   idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))
 
 with the same float32/float64 steps as ``bm25s`` (``method="lucene"``), so the scores are bit-identical
-to the bm25s index used before. Because no stored number depends on N, df or avgdl, appending
-documents (:func:`append_postings`) changes only the postings of the stems they hold and the global
-statistics: search after an append equals search on a full rebuild, exactly.
+to the bm25s index used before. Because no stored number depends on N, df or avgdl, appended documents
+live in their own parts (a corpus segment's postings, :mod:`crase_core.segments`) searched with the
+index-wide statistics, and merging parts (:func:`append_postings`) changes only the postings of the stems
+they hold: search after an append equals search on a full rebuild, exactly.
 
 Stored as ``.npy`` files loaded with ``np.load(mmap_mode="r")`` (a query reads only its stems' postings)
 in a folder named by the corpus fingerprint, published atomically (rename), so concurrent first builds

@@ -20,9 +20,11 @@ from crase_core.sources.local import LocalSource, open_corpus
 from crase_core.termstats import TermStats, index_idf
 from crase_core.textindex import TextIndex
 
-WORDS = ("black hole entropy brane string gauge lattice glueball holography duality anomaly inflation "
-         "quark gluon boson fermion neutrino cosmology horizon soliton instanton monopole vortex twistor "
-         "supergravity matrix spectrum scattering amplitude renormalization").split()
+WORDS = [
+    "black", "hole", "entropy", "brane", "string", "gauge", "lattice", "glueball", "holography", "duality",
+    "anomaly", "inflation", "quark", "gluon", "boson", "fermion", "neutrino", "cosmology", "horizon", "soliton",
+    "instanton", "monopole", "vortex", "twistor", "supergravity", "matrix", "spectrum", "scattering", "amplitude", "renormalization",
+]
 QUERIES = ["black hole entropy", "lattice glueball spectrum", "string duality brane", "quark gluon",
            "holography horizon entropy black", "unknownword", "scattering amplitude twistor"]
 
