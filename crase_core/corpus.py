@@ -199,9 +199,12 @@ class Corpus:
     """Papers and their citation graph, indexed by position.
 
     ``refs`` is the CSR adjacency citing → cited, ``cites`` its transpose
-    (cited → citing). ``months[i]`` is ``YYYYMM`` of paper i. ``papers`` and ``index`` are a list
-    and a dict for a corpus parsed into memory, lazy views over memory-mapped columns for one
-    opened from its store (:mod:`crase_core.corpus_store`).
+    (cited → citing); for a store with appended segments each is a
+    :class:`~crase_core.segments.GraphUnion` (rows, ``@`` a vector, ``nnz``, ``tocsr()``), so reach
+    neighbours through :meth:`references_of`, :meth:`citers_of` and :meth:`edges_within`.
+    ``months[i]`` is ``YYYYMM`` of paper i. ``papers`` and ``index`` are a list and a dict for a
+    corpus parsed into memory, lazy views over memory-mapped columns for one opened from its store
+    (:mod:`crase_core.corpus_store`).
     """
 
     name: str
