@@ -55,7 +55,7 @@ from . import corpus_store as cs
 from .corpus import Corpus
 from .npy_folder import map_npy, read_meta
 from .records import Paper
-from .textindex import PostingsBuilder, append_postings, load_postings, save_postings
+from .textindex import PostingsBuilder, load_postings, merge_parts, save_postings
 from .textindex import publish as publish_index
 
 SEGMENT_FORMAT = "crase-corpus-segment"
@@ -655,10 +655,7 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
                                  "dropped_edges": dict(corpus.dropped_edges)},
                    text_prefix_crc={k: tuple(chain.base_meta["files"][f"{k}.bin"][2:4]) for k in cs._TEXT})
         del arrays, keys
-        index = TextIndex.for_corpus(corpus)
-        merged = index.postings
-        for seg in index.segments:
-            merged = append_postings(merged, seg)
+        merged = merge_parts(TextIndex.for_corpus(corpus).parts)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

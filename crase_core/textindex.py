@@ -446,6 +446,18 @@ def append_postings(old: Postings, new: Postings) -> Postings:
                     doc_len.astype(np.int32, copy=False), old.sum_doc_len + new.sum_doc_len)
 
 
+def merge_parts(parts: Sequence[Postings]) -> Postings:
+    """The parts (each's document ids following the previous parts') as one :class:`Postings`, equal to
+    building over all of them: the small trailing parts are merged with each other first, then with the
+    first, so the big arrays are copied once."""
+    if len(parts) == 1:
+        return parts[0]
+    tail = parts[1]
+    for p in parts[2:]:
+        tail = append_postings(tail, p)
+    return append_postings(parts[0], tail)
+
+
 def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | None = None) -> None:
     """Write the arrays and ``meta.json`` (shapes, dtypes, sizes: a truncated file is caught at open)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -521,10 +533,7 @@ class TextIndex:
         if not self.segments:
             return self.postings
         if self._merged is None:
-            merged = self.postings
-            for seg in self.segments:
-                merged = append_postings(merged, seg)
-            self._merged = merged
+            self._merged = merge_parts(self.parts)
         return self._merged
 
     @property
