@@ -55,8 +55,7 @@ from . import corpus_store as cs
 from .corpus import Corpus
 from .npy_folder import map_npy, read_meta
 from .records import Paper
-from .textindex import PostingsBuilder, load_postings, merge_parts, save_postings
-from .textindex import publish as publish_index
+from .textindex import PostingsBuilder, load_postings, save_merged_postings, save_postings
 
 SEGMENT_FORMAT = "crase-corpus-segment"
 SEGMENT_VERSION = 1
@@ -617,7 +616,8 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
     """Fold the first store and every segment of ``corpus`` into one store at ``target`` (same
     fingerprint) and its text index at ``index_target``: the same arrays, text and postings as a build of
     the corpus files (only ``meta.json``'s fingerprint may differ: the chained one is kept, so nothing
-    keyed by it is invalidated). Cost: one pass over the store (memory speed), no parsing."""
+    keyed by it is invalidated). Cost: one pass over the store (memory speed), no parsing; memory: the
+    edge keys (8 B a citation, a few copies) and one block of postings (written as they are merged)."""
     from .textindex import TextIndex
 
     chain = load_chain(corpus)
@@ -655,13 +655,21 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
                                  "dropped_edges": dict(corpus.dropped_edges)},
                    text_prefix_crc={k: tuple(chain.base_meta["files"][f"{k}.bin"][2:4]) for k in cs._TEXT})
         del arrays, keys
-        merged = merge_parts(TextIndex.for_corpus(corpus).parts)
+        index = TextIndex.for_corpus(corpus)
+        itmp = atomic.temp_dir_beside(index_target)
+        try:
+            save_merged_postings(index.parts, itmp, first_folder=index.path)
+        except BaseException:
+            shutil.rmtree(itmp, ignore_errors=True)
+            raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     atomic.publish_dir(tmp, target)
-    if not index_target.is_dir():
-        publish_index(merged, index_target)
+    if index_target.is_dir():
+        shutil.rmtree(itmp, ignore_errors=True)
+    else:
+        atomic.publish_dir(itmp, index_target)
     return target
 
 

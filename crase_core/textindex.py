@@ -458,6 +458,91 @@ def merge_parts(parts: Sequence[Postings]) -> Postings:
     return append_postings(parts[0], tail)
 
 
+def _npy_reader(path: Path | None, array: np.ndarray) -> Callable[[int, int], np.ndarray]:
+    """``lo, hi → array[lo:hi]``; read from the ``.npy`` file at ``path`` with plain reads when given (no
+    page of it stays mapped: memory stays one block whatever the file's size), else sliced from ``array``."""
+    if path is None:
+        return lambda lo, hi: np.asarray(array[lo:hi])
+    mapped = np.load(path, mmap_mode="r", allow_pickle=False)  # only for its header: no page is read
+    if not isinstance(mapped, np.memmap) or mapped.shape != array.shape or mapped.dtype != array.dtype:
+        raise ValueError(f"{path.name} does not match the postings")
+    start, dtype = int(mapped.offset), mapped.dtype
+    del mapped
+
+    def read(lo: int, hi: int) -> np.ndarray:
+        out = np.fromfile(path, dtype=dtype, count=hi - lo, offset=start + lo * dtype.itemsize)
+        if out.size != hi - lo:
+            raise OSError(f"{path.name} is truncated")
+        return out
+
+    return read
+
+
+def save_merged_postings(parts: Sequence[Postings], folder: Path, *, first_folder: Path | None = None,
+                         block_postings: int = 4_000_000) -> None:
+    """Write :func:`merge_parts` of ``parts`` into ``folder``, byte for byte what :func:`save_postings` of it
+    writes, a block of stems at a time: memory is the trailing parts merged (small), the vocabulary and one
+    block of ~``block_postings`` postings, however big the first part is. ``first_folder``: where the first
+    part's files are (read with plain reads, not mapped)."""
+    first = parts[0]
+    tail = merge_parts(parts[1:])
+    vocab = np.union1d(first.vocab, tail.vocab)
+    ids_a, ids_b = np.searchsorted(vocab, first.vocab), np.searchsorted(vocab, tail.vocab)
+    ptr_a, ptr_b = np.asarray(first.indptr, dtype=np.int64), np.asarray(tail.indptr, dtype=np.int64)
+    df_a, df_b = np.zeros(vocab.size, dtype=np.int64), np.zeros(vocab.size, dtype=np.int64)
+    df_a[ids_a], df_b[ids_b] = np.diff(ptr_a), np.diff(ptr_b)
+    indptr = np.zeros(vocab.size + 1, dtype=np.int64)
+    np.cumsum(df_a + df_b, out=indptr[1:])
+    read_docs = _npy_reader(first_folder / "docs.npy" if first_folder else None, first.docs)
+    read_tf = _npy_reader(first_folder / "tf.npy" if first_folder else None, first.tf)
+    tf_dtype: np.dtype[Any] = np.dtype(np.uint16)  # as _compact_tf: uint16 unless a tf does not fit
+    if any(p.tf.dtype != np.uint16 for p in parts):
+        max_tf = max(int(np.asarray(tail.tf).max(initial=0)),
+                     *(int(read_tf(lo, min(lo + block_postings, first.tf.size)).max(initial=0))
+                       for lo in range(0, first.tf.size, block_postings)), 0)
+        tf_dtype = np.dtype(np.uint16 if max_tf < 2**16 else np.int32)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "vocab.npy", vocab, allow_pickle=False)
+    np.save(folder / "indptr.npy", indptr, allow_pickle=False)
+    shift = np.int64(first.n_docs)
+    with open(folder / "docs.npy", "wb") as fd, open(folder / "tf.npy", "wb") as ft:
+        _npy_header(fd, np.dtype(np.int32), int(indptr[-1]))
+        _npy_header(ft, tf_dtype, int(indptr[-1]))
+        lo_t = 0
+        while lo_t < vocab.size:  # merged stems lo_t:hi_t, about block_postings postings
+            hi_t = max(lo_t + 1, int(np.searchsorted(indptr, indptr[lo_t] + block_postings, side="right")) - 1)
+            hi_t = min(hi_t, vocab.size)
+            base = int(indptr[lo_t])
+            out_d = np.empty(int(indptr[hi_t]) - base, dtype=np.int32)
+            out_f = np.empty(out_d.size, dtype=tf_dtype)
+            for ids, ptr, df_before, reader_d, reader_f, offset in (
+                    (ids_a, ptr_a, None, read_docs, read_tf, 0),
+                    (ids_b, ptr_b, df_a, lambda a, b: np.asarray(tail.docs[a:b]), lambda a, b: np.asarray(tail.tf[a:b]),
+                     shift)):
+                k0, k1 = np.searchsorted(ids, [lo_t, hi_t]).tolist()
+                p0, p1 = int(ptr[k0]), int(ptr[k1])
+                if p1 == p0:
+                    continue
+                counts = np.diff(ptr[k0:k1 + 1])
+                terms = np.repeat(ids[k0:k1], counts)
+                within = np.arange(p1 - p0, dtype=np.int64) - np.repeat(ptr[k0:k1] - p0, counts)
+                pos = indptr[terms] - base + within + (df_before[terms] if df_before is not None else 0)
+                out_d[pos] = (reader_d(p0, p1).astype(np.int64) + offset).astype(np.int32)
+                out_f[pos] = reader_f(p0, p1).astype(tf_dtype)
+            fd.write(out_d.tobytes())
+            ft.write(out_f.tobytes())
+            lo_t = hi_t
+    doc_len = np.concatenate([np.asarray(p.doc_len) for p in (first, tail)]).astype(np.int32, copy=False)
+    np.save(folder / "doc_len.npy", doc_len, allow_pickle=False)
+    shapes: dict[str, list[Any]] = {}
+    for name in _ARRAYS:
+        a = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        shapes[name] = [a.dtype.str, list(a.shape), (folder / f"{name}.npy").stat().st_size]
+    meta = {"format": _FORMAT, "version": INDEX_VERSION, "k1": K1, "b": B,
+            "sum_doc_len": first.sum_doc_len + tail.sum_doc_len, "arrays": shapes}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
 def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | None = None) -> None:
     """Write the arrays and ``meta.json`` (shapes, dtypes, sizes: a truncated file is caught at open)."""
     folder.mkdir(parents=True, exist_ok=True)
