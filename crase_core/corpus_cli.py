@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import corpus_store, environment
+from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
 from .errors import CorpusError
 from .terminal import printable
@@ -70,7 +70,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     bar = ProgressBar()
     with corpus_store.reporting(bar):
-        corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
+        corpus = corpus_folder.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
     index = TextIndex.for_corpus(corpus)
     parts = f" and {len(corpus.segments)} appended segments" if corpus.segments else ""
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
@@ -81,7 +81,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
-    counts: dict[str, Any] = corpus_store.add_papers(folder, args.new, progress=_progress,
+    counts: dict[str, Any] = corpus_folder.add_papers(folder, args.new, progress=_progress,
                                                      merge_policy=not args.no_merge)
     print(f"added {counts['papers']:,} papers and {counts['citations']:,} citations to {folder.name} "
           f"({counts['total_papers']:,} papers now)")
@@ -91,7 +91,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
     start = time.perf_counter()
-    counts = corpus_store.merge_segments(folder, progress=_progress)
+    counts = corpus_folder.merge_segments(folder, progress=_progress)
     if not counts["segments"]:
         print(f"{folder.name}: one store, no segments to merge ({counts['papers']:,} papers)")
     else:
@@ -104,7 +104,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from . import segments
 
     folder = _folder(args.folder)
-    corpus = corpus_store.open_or_build(folder, progress=_progress)
+    corpus = corpus_folder.open_or_build(folder, progress=_progress)
     assert corpus.store is not None
     problems = segments.verify_chain(corpus.store) if corpus.segments else corpus_store.verify(corpus.store)
     if problems:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_store
+from crase_core import corpus_folder, corpus_store
 from crase_core.corpus import load_corpus
 from crase_core.errors import CorpusError
 from crase_core.textindex import (
@@ -190,9 +190,9 @@ def test_build_engine_reports_the_first_build_only(tmp_path, monkeypatch):
     assert len(engine.source.corpus) == 240  # type: ignore[attr-defined]
     assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
     later: list[corpus_store.BuildStep] = []
-    corpus_store.open_or_build(folder)  # built: opened, nothing to report
+    corpus_folder.open_or_build(folder)  # built: opened, nothing to report
     with corpus_store.reporting(later.append):
-        corpus_store.open_or_build(folder)
+        corpus_folder.open_or_build(folder)
     assert later == []
 
 

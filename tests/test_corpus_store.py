@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
 from crase_core import corpus as corpus_module
-from crase_core import corpus_store, segments
+from crase_core import corpus_folder, corpus_store, segments
 from crase_core.cli import main as cli_main
 from crase_core.corpus import load_corpus
 from crase_core.sources.base import SourceFilter
@@ -61,7 +61,7 @@ def _grown(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     base = _write(tmp_path / "grow", BASE_PAPERS, BASE_CITATIONS)
     open_corpus(base)  # builds the store and the index of the base corpus
     new = _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS, malformed=True)
-    return base, corpus_store.add_papers(base, new, merge_policy=False)
+    return base, corpus_folder.add_papers(base, new, merge_policy=False)
 
 
 def _same_graph(a, b) -> bool:
@@ -153,7 +153,7 @@ def test_append_writes_a_segment_and_rewrites_nothing(tmp_path, cache):
     assert before.store is not None and before.store.is_dir()
     old_files = {f: (f.stat().st_mtime_ns, f.read_bytes()) for d in (cache / "corpus", cache / "index")
                  for f in d.rglob("*") if f.is_file()}
-    corpus_store.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS), merge_policy=False)
+    corpus_folder.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS), merge_policy=False)
     after = open_corpus(base)
     assert after.fingerprint != before.fingerprint  # result caches and eval pins keyed by it miss
     assert after.base_fingerprint == before.fingerprint and after.segments == (after.store,)
@@ -194,7 +194,7 @@ def test_reopen_maps_the_store_and_parses_nothing(tmp_path, cache, monkeypatch):
         raise AssertionError("the corpus files were read again")
 
     monkeypatch.setattr(corpus_module, "_lines", no_parsing)
-    monkeypatch.setattr(corpus_store, "_lines", no_parsing)
+    monkeypatch.setattr(corpus_folder, "_lines", no_parsing)
     monkeypatch.setattr(corpus_store, "_fingerprint", no_parsing)  # the stat memo spares the hash too
     again = open_corpus(folder)
     assert all(_mapped(a) for a in (again.refs.indices, again.cites.indptr, again.months))
@@ -271,7 +271,7 @@ def test_gzip_corpus_grows_by_a_gzip_member(tmp_path, cache):
         (base / f"{name}.gz").write_bytes(gzip.compress((base / name).read_bytes()))
         (base / name).unlink()
     open_corpus(base)
-    corpus_store.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
+    corpus_folder.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
     grown = open_corpus(base)
     assert len(grown) == 6 and grown.n_citations == 8
     assert json.loads(gzip.decompress((base / "papers.jsonl.gz").read_bytes()).splitlines()[-1])["id"] == "9801001"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_store, segments
+from crase_core import corpus_folder, corpus_store, segments
 from crase_core.anchor import anchor_scores
 from crase_core.query_coverage import coverage_for_source
 from crase_core.sources.base import SourceFilter
@@ -85,7 +85,7 @@ def _grow(tmp_path: Path, seed: int, batches: int) -> Path:
         future = [i for g in groups[k + 1:] for i in g] + ["nowhere-3"]
         batch = _write(tmp_path / f"batch{k}", _papers(rng, group + repeated) + ["\n"],
                        _citations(rng, seen, 3 * len(group), future))
-        corpus_store.add_papers(folder, batch, merge_policy=False)
+        corpus_folder.add_papers(folder, batch, merge_policy=False)
     return folder
 
 
@@ -146,7 +146,7 @@ def test_merge_of_several_segments_gives_the_full_build_and_keeps_the_fingerprin
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     folder = _grow(tmp_path, 7, 3)
     before = open_corpus(folder)
-    assert corpus_store.merge_segments(folder) == {"segments": 3, "papers": len(before)}
+    assert corpus_folder.merge_segments(folder) == {"segments": 3, "papers": len(before)}
     merged = open_corpus(folder)
     assert not merged.segments and merged.fingerprint == before.fingerprint
     assert segments.load_chain(merged).segments == [] and corpus_store.verify(merged.store) == []
@@ -171,7 +171,7 @@ def test_merge_policy_folds_segments_when_they_grow(tmp_path, monkeypatch):
     counts = []
     for k in range(10):  # ten batches of ten papers: more than a quarter of the papers is in segments at the 4th
         group = ids[100 + 10 * k:110 + 10 * k]
-        corpus_store.add_papers(folder, _write(tmp_path / f"b{k}", _papers(rng, group), []))
+        corpus_folder.add_papers(folder, _write(tmp_path / f"b{k}", _papers(rng, group), []))
         counts.append(len(open_corpus(folder).segments))
     assert counts == [1, 2, 3, 0, 1, 2, 3, 4, 0, 1]  # merged when segments held > 25 % (34/134, 50/170 papers)
     assert len(open_corpus(folder)) == 200
@@ -224,7 +224,7 @@ def test_hepth_with_its_last_percent_appended_ranks_as_the_embedded_corpus(tmp_p
     folder, batch = tmp_path / "hepth", tmp_path / "batch"
     assert split_corpus(DEFAULT_CORPUS_DIR, folder, batch, 0.01) == {"papers": 29260, "append_papers": 295}
     open_corpus(folder)
-    corpus_store.add_papers(folder, batch, merge_policy=False)
+    corpus_folder.add_papers(folder, batch, merge_policy=False)
     src = LocalSource.open(folder)
     assert len(src.corpus.segments) == 1 and len(src.corpus) == len(hepth_engine.source.corpus)
     grown = Engine(src, offline_backend(TermStats.from_index(src.text_index)), ResultCache(tmp_path / "results"))

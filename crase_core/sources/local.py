@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import corpus_store, environment
+from .. import corpus_folder, environment
 from ..corpus import Corpus, load_corpus
 from ..records import Paper
 from ..textindex import TextIndex
@@ -34,7 +34,7 @@ def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int
     except Exception:
         return load_corpus(folder)  # raises the clear CorpusError
     try:
-        return corpus_store.open_or_build(folder, workers=workers, progress=progress or log.info)
+        return corpus_folder.open_or_build(folder, workers=workers, progress=progress or log.info)
     except OSError as e:
         log.warning("could not cache the parsed corpus (%s); running without that cache", e.strerror or e)
     return load_corpus(folder)

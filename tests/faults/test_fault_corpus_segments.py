@@ -9,7 +9,7 @@ import pytest
 from fault_tools import query, ranked, run_cli
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core import corpus_store, segments
+from crase_core import corpus_folder, corpus_store, segments
 from crase_core.sources.local import open_corpus
 
 
@@ -82,7 +82,7 @@ def test_append_that_dies_before_its_segment_is_published(tmp_path, monkeypatch)
 
     monkeypatch.setattr(segments, "write_segment", die)
     with pytest.raises(KeyboardInterrupt):
-        corpus_store.add_papers(corpus, batch)
+        corpus_folder.add_papers(corpus, batch)
     monkeypatch.undo()
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     grown = open_corpus(corpus)  # no segment for the grown files: a store is built from them
