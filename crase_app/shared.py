@@ -180,6 +180,8 @@ def prefetch_engine(choices_json: str) -> threading.Thread:
     if not any(isinstance(f, _NotFromPrefetch) for f in ctx_log.filters):
         ctx_log.addFilter(_NotFromPrefetch())
     thread = threading.Thread(target=_open_quietly, args=(choices_json,), name=PREFETCH_THREAD, daemon=True)
+    with _BUILD_LOCK:  # a step left by an earlier build of these choices is not this prefetch's progress
+        _BUILD_STEPS.pop(choices_json, None)
     _PREFETCHING[choices_json] = thread
     thread.start()
     return thread

@@ -459,6 +459,8 @@ def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypa
     gate = threading.Event()  # the tiny corpus builds in milliseconds: hold the prefetch until the click waits
     real_build = corpus_store.build
     monkeypatch.setattr(corpus_store, "build", lambda *a, **k: (gate.wait(30), real_build(*a, **k))[1])
+    # what an earlier build of the same choices left (a server whose caches were cleared): not this build's news
+    shared._BUILD_STEPS[key] = corpus_store.BuildStep("done", 1.0, "an earlier build")
     thread = shared.prefetch_engine(key)
     threading.Timer(0.5, gate.set).start()
     steps: list = []
@@ -467,3 +469,4 @@ def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypa
     # what the prefetch built is reported (at least its last step), and this click built nothing itself
     assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
     assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
+    assert all(s.message != "an earlier build" for s in steps)
