@@ -246,7 +246,7 @@ def run_query(
     label_edges(pruning.edges, scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
-                             progress)
+                             progress, restart_hits=build.seeding.restart_hits)
 
     counters = build.components.counters
     counters.external_calls = source.external_calls - external_before

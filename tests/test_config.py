@@ -124,7 +124,8 @@ def test_inapplicable_values_from_a_preset_or_file_are_ignored_not_refused(clean
     s = settings_from_args(parse("--preset", "paper", "--ranker", "cep")).pipeline  # α = 0.15 rides along unused
     # the paper's preset has no fusion with the text score, so the fusion's λ and k do not apply either
     assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power",
-                                                             "fusion_weight", "rrf_k", "text_rank_weight"}
+                                                             "fusion_weight", "rrf_k", "text_rank_weight",
+                                                             "text_rank_confidence"}
     s = settings_from_args(parse("--ranker", "cep", "--cep-hop-discount", "0.25")).pipeline
     assert s.cep_hop_discount == 0.25
 
