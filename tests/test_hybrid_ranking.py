@@ -104,6 +104,24 @@ def test_text_floor_in_the_pipeline_puts_the_searchs_top_hits_in_the_top_k(tiny_
     assert ranks == {"9901001": 1, "9801001": 2, "0001001": 3, "9802001": 4}
 
 
+def test_a_paper_that_joins_only_for_the_floor_stays_out_of_the_walk_and_is_placed_by_the_floor(tiny_source):
+    # "entropy": the search ranks 9801001 first, but the one seed (0001001) does not reach it in one hop and
+    # there are no text candidates. With floor 2 it joins V for the floor alone: no walk score, no fusion,
+    # placed no lower than 3 − 2 + 1 = 2, taking the score of the paper it displaced (0001001, 0.083)
+    settings = PipelineSettings(m=1, k=3, L=1, hops=1.0, text_candidates=0)
+    engine = Engine(tiny_source, offline_backend())
+    before = run_query("entropy", engine, settings)
+    assert [h.paper_id for h in before.query_hits][:2] == ["9801001", "0001001"]
+    assert [r.paper_id for r in before.results] == ["9802001", "0001001", "9901001"]
+    assert "9801001" not in {n.paper.id for n in before.nodes}
+    after = run_query("entropy", engine, settings.replace(text_floor=2))
+    assert [r.paper_id for r in after.results] == ["9802001", "9801001", "0001001"]
+    assert "9801001" in {n.paper.id for n in after.nodes} and "9801001" not in after.ranking.scores
+    assert after.ranking.scores == before.ranking.scores  # the walk is the same walk
+    assert after.results[1].score == after.results[2].score == before.results[1].score
+    assert after.results[1].reason.startswith("text match #1 for the full query")
+
+
 # ---- search confidence --------------------------------------------------------------------------------------
 def test_search_confidence_is_the_normalised_gap_to_the_tenth_hit():
     hits = [hit(f"p{i}", 10.0 - i * 0.5, i + 1) for i in range(12)]  # s1 = 10, s10 = 5.5

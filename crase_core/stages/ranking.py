@@ -226,6 +226,26 @@ def text_floor(ranked: Sequence[tuple[str, float]], query_hits: Sequence[SearchH
     return out
 
 
+def floor_only_ids(text_ids: Sequence[str], query_hits: Sequence[SearchHit], settings: PipelineSettings) -> list[str]:
+    """The text candidates that joined V only for the text floor, in search order: those outside the
+    full-query search's top ``text_candidates`` (the expansion takes max(text_candidates, text_floor)
+    of them; :func:`expansion_settings`). They stay out of the walk and the fusion; only the floor
+    places them. [] when the floor does not reach beyond the text candidates. Pure."""
+    if settings.text_floor <= settings.text_candidates:
+        return []
+    top = {h.paper_id for h in query_hits[: settings.text_candidates]}
+    order = {h.paper_id: h.relevance_rank for h in query_hits}
+    return sorted((n for n in text_ids if n not in top), key=lambda n: order.get(n, len(order) + 1))
+
+
+def expansion_settings(settings: PipelineSettings) -> PipelineSettings:
+    """The settings stage 2a expands with: ``text_candidates`` raised to ``text_floor`` so that every paper
+    the floor may place is a node of V (with its citation edges scored like any other)."""
+    if settings.text_floor <= settings.text_candidates:
+        return settings
+    return settings.replace(text_candidates=settings.text_floor)
+
+
 def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], pruning: Pruning,
                    expansion: Expansion, query_hits: Sequence[SearchHit],
                    query_restart: bool = True) -> list[RankedPaper]:
@@ -249,25 +269,31 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
     """Stage 3: restart distribution, ranker, fusion with the text score, text floor, node scores and
     ranks, top k.
 
-    The restart reads ``restart_hits`` when given (the search blended with anchor text,
-    ``anchor_restart_weight``), else ``query_hits``; the fusion and the floor always read ``query_hits``.
+    Text candidates that joined only for the floor (:func:`floor_only_ids`) take no part in the walk or
+    the fusion: they enter the list last and the floor moves them up. The restart reads ``restart_hits``
+    when given (the search blended with anchor text, ``anchor_restart_weight``), else ``query_hits``; the
+    fusion and the floor always read ``query_hits``.
     ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
     final (fused) score.
     """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
-    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive]
+    floor_only = floor_only_ids(expansion.text_ids, query_hits, settings)
+    held_out = set(floor_only)
+    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive and n not in held_out]
     p = restart_distribution(settings, seeds, pruning.alive, rank_ids,
                              query_hits if restart_hits is None else restart_hits, warnings)
     if seeds and not rank_ids:
         warnings.append(ALL_PRUNED_WARNING)
-    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges if e.kept])
+    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges
+                                      if e.kept and e.citing not in held_out and e.cited not in held_out])
     ranking = run_ranker(settings.ranker, wgraph, p, settings) if rank_ids else RankingResult(settings.ranker, {})
     if rank_ids and not ranking.converged:
         warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
                         f"(residual {ranking.residual:.2e})")
     scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
-    ranked = text_floor(rank_order(scores, seeds, rank_ids), query_hits, settings.text_floor, settings.k)
+    tail = [(n, 0.0) for n in floor_only if n in pruning.alive]  # placed by the floor alone
+    ranked = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
     scores = {**scores, **dict(ranked)}
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in pruning.nodes:
