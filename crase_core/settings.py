@@ -50,6 +50,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # seed restarts and no text-only candidates
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
               "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none"},
+    # issue 14 round 4's measured best with the offline backend (docs/benchmarks.md): one sub-query, no
+    # pruning, hybrid seeds (the question's own top 5 next to the recency-aware seeds) and μ from the
+    # full-query search's confidence, μ(q) = clip(0.5 + 0.35·(g − ½), 0, 1)
+    "hybrid": {"L": 1, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
 }
 
 
@@ -201,8 +205,9 @@ class PipelineSettings:
         False, "Ask the model again about items whose cached answer was unusable (cached failures also "
         "expire after a day).", label="Retry cached model failures", form=False,
     )
-    preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
-                       "seed restarts, α = 0.15, no text candidates). Explicit values override it.",
+    preset: str = knob("default", "Named starting point: default; paper (the paper's configuration: "
+                       "seed restarts, α = 0.15, no text candidates); or hybrid (measured best on both dev "
+                       "sets: L 1, θ 0, hybrid seeds 5, search-confidence μ). Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:

@@ -10,10 +10,10 @@ from crase_core.backends import offline_backend
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
 from crase_core.pipeline import Engine, run_query
-from crase_core.records import SearchHit, Seed, SeedOrigin, SubQueryResult
+from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
 from crase_core.settings import PipelineSettings
 from crase_core.stages.ranking import final_scores, search_confidence, search_rank_weight, text_floor
-from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query
+from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds
 
 
 def hit(pid: str, score: float, rank: int, recency: int | None = None) -> SearchHit:
@@ -35,16 +35,33 @@ def test_query_seeds_add_the_full_questions_top_r_as_one_more_search_row():
     assert (row.index, row.subquery, row.seed_ids, row.t, len(row.hits)) == (1, "the question", ["b", "a", "c"], 3, 4)
 
 
-def test_query_seeds_take_the_plain_search_not_the_anchor_blend(tiny_source):
+def test_query_seeds_come_from_the_seeding_stage_and_the_full_query_search_reuses_their_search(tiny_source):
     query = "black hole microstates anti-de Sitter holography entropy counting"
-    plain = search_full_query(query, Seeding([], []), tiny_source, PipelineSettings(query_seeds=2))
-    blended = search_full_query(query, Seeding([], []), tiny_source,
-                                PipelineSettings(query_seeds=2, anchor_weight=1.0))
-    assert [s.paper_id for s in plain.seeds] == [h.paper_id for h in plain.query_hits[:2]]
-    assert [s.paper_id for s in blended.seeds] == [s.paper_id for s in plain.seeds]
-    assert PipelineSettings().query_seeds == 0
+    plan = PlanResult(query, ["holography"], "test")
+    settings = PipelineSettings(m=1, query_seeds=2)
+    seeding = search_seeds(plan, tiny_source, settings)
+    row = seeding.subquery_results[-1]
+    assert (row.index, row.subquery, seeding.search_calls) == (1, query, 2)
+    plain = [r.paper.id for r in tiny_source.search(query, settings.search_limit)]
+    assert row.seed_ids == plain[:2] and {s.paper_id for s in seeding.seeds} >= set(plain[:2])
+    seeding = search_full_query(query, seeding, tiny_source, settings)
+    assert seeding.search_calls == 2  # the full-query search was not made again
+    assert [h.paper_id for h in seeding.query_hits] == plain
+    # off: no search of the full question in the seeding stage, no extra row
+    off = search_seeds(plan, tiny_source, settings.replace(query_seeds=0))
+    assert (len(off.subquery_results), off.search_calls) == (1, 1)
+    assert PipelineSettings.from_preset("paper").query_seeds == 0
     with pytest.raises(InputError):
         PipelineSettings(query_seeds=-1)
+
+
+def test_an_injected_seed_set_gets_no_query_seeds(tiny_source):
+    # a replacement seeding stage decides the seeds alone (the stress test's distractors stay distractors)
+    from crase_core.evaluation.stress import InjectedSeeds
+
+    trace = run_query("entropy", Engine(tiny_source, offline_backend()), PipelineSettings(query_seeds=5),
+                      seeding=InjectedSeeds(["9902001"]))
+    assert [s.paper_id for s in trace.seeds] == ["9902001"]
 
 
 # ---- anchor text in the restart only ----------------------------------------------------------------------

@@ -70,25 +70,36 @@ class SeedingStage(Protocol):
 
 def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettings,
                  progress: ProgressFn | None = None) -> Seeding:
-    """One search of ``settings.search_limit`` results per sub-query; up to m seeds from each."""
+    """One search of ``settings.search_limit`` results per sub-query; up to m seeds from each. With
+    ``query_seeds`` r > 0 also the full question's own search, whose top r join the seeds
+    (:func:`add_query_seeds`; :func:`search_full_query` reuses that search)."""
     searched: list[tuple[str, list[ScoredPaper]]] = []
     for i, sq in enumerate(plan.subqueries):
         emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
         searched.append((sq, list(source.search(sq, settings.search_limit))))
     seeds, subquery_results = build_seed_set(plan.subqueries, [r for _, r in searched], settings.m)
-    return Seeding(seeds, subquery_results, searched, search_calls=len(searched))
+    seeding = Seeding(seeds, subquery_results, searched, search_calls=len(searched))
+    if settings.query_seeds > 0 and plan.query:
+        same = [results for sq, results in searched if sq == plan.query]
+        if same:
+            results = same[0]
+        else:
+            results = list(source.search(plan.query, settings.search_limit))
+            searched.append((plan.query, results))
+            seeding.search_calls += 1
+        add_query_seeds(plan.query, rank_hits(results), seeding, settings.query_seeds)
+    return seeding
 
 
 def search_full_query(query: str, seeding: Seeding, source: PaperSource, settings: PipelineSettings) -> Seeding:
     """Fill in ``seeding``'s full-query search when the settings use it (query restart, text candidates).
 
-    The full query's search is reused when it already was a sub-query. With ``query_seeds`` r > 0 the
-    plain search's top r also become seeds (:func:`add_query_seeds`); with ``anchor_restart_weight`` the
-    walk restarts from the search blended with anchor text (``Seeding.restart_hits``) while the text
-    candidates and the final fusion keep ``query_hits``.
+    The full query's search is reused when the seeding stage already made it (a sub-query, or the
+    hybrid seeds' search). With ``anchor_restart_weight`` the walk restarts from the search blended
+    with anchor text (``Seeding.restart_hits``) while the text candidates and the final fusion keep
+    ``query_hits``.
     """
-    if settings.personalization != "query" and settings.text_candidates <= 0 and settings.query_seeds <= 0 \
-            and settings.text_floor <= 0:
+    if settings.personalization != "query" and settings.text_candidates <= 0 and settings.text_floor <= 0:
         return seeding
     same = [results for sq, results in seeding.searched if sq == query]
     if same:
@@ -96,8 +107,6 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     else:
         results = list(source.search(query, settings.search_limit))
         seeding.search_calls += 1
-    if settings.query_seeds > 0:
-        add_query_seeds(query, rank_hits(results), seeding, settings.query_seeds)
     if settings.feedback_docs > 0 and results:
         results = with_feedback(query, results, source, settings, seeding)
     if settings.anchor_weight > 0:
