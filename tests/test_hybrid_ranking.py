@@ -177,10 +177,12 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 
 @pytest.mark.parametrize("changes", [{"query_seeds": 10}, {"anchor_restart_weight": 0.5}, {"text_floor": 10},
                                      {"text_rank_confidence": 1.0},
-                                     {"query_seeds": 10, "anchor_restart_weight": 1.0, "text_floor": 20}])
+                                     {"query_seeds": 10, "anchor_restart_weight": 1.0, "text_floor": 20},
+                                     {"preset": "hybrid"}])
 def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):
     source = tiny_source.restricted(leakage_filter(Q))
-    settings = PipelineSettings(m=3, k=10, text_candidates=100, **changes)
+    values = {k: v for k, v in changes.items() if k != "preset"}
+    settings = PipelineSettings.from_preset(changes.get("preset", "default"), m=3, k=10, text_candidates=100, **values)
     trace = run_query(Q.query, Engine(source, offline_backend()), settings)
     assert trace.query_hits and trace.results
     assert not HIDDEN & {s.paper_id for s in trace.seeds}
