@@ -10,6 +10,9 @@ attachment (hubs) — or uses ``--corpus DIR`` (e.g. the embedded hep-th corpus)
 * ``crase query`` for 20 queries drawn from the corpus's own titles, each in a fresh process: wall time
   and peak RSS with a cold result cache, then again with a warm one; stage times from the trace,
 * ``crase corpus add`` of the batch (wall, RSS), and an open after it,
+* with ``--segments``: appends of 0.1 %, 1 % and 2 % of the corpus as successive segments, then two more
+  0.1 % ones (wall, CPU, peak RSS, share of the build's wall each), ``crase query`` after one and after five
+  segments (wall, peak RSS), an open after five, and ``crase corpus merge`` of the five,
 * ``crase eval --workers 2`` over a few of those queries: each worker's RSS, PSS and the share of its
   resident memory that is shared (the corpus mapped once, its pages shared by the workers),
 * the load average (1 min) at the start of every phase, next to its numbers.
@@ -290,6 +293,52 @@ def measure(folder: Path, batch: Path | None, cache: Path, workers: int, n_queri
     return res
 
 
+def _query_phase(folder: Path, env: dict[str, str], queries: list[str]) -> dict[str, object]:
+    walls, rss = [], []
+    for q in queries:
+        wall, peak, _, _ = _run(["query", q, "--corpus", str(folder), "--quiet", "--no-cache"], env)
+        walls.append(wall)
+        rss.append(peak)
+    return {"load": _load(), "query_wall_s_median": _median(walls), "query_wall_s_max": round(max(walls), 2),
+            "query_peak_rss_mb": round(max(rss))}
+
+
+def measure_segments(folder: Path, cache: Path, work: Path, n: int, refs: float, build_s: float,
+                     queries: list[str]) -> dict[str, object]:
+    """Appends of 0.1 %, 1 % and 2 % of ``n`` papers as successive segments, two more of 0.1 %, queries after
+    the first and the fifth segment, then a merge; every step in a fresh process, with the load next to it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASE_", "OPENAI_", "S2_"))}
+    env.update(PYTHONPATH=str(REPO), CRASE_CACHE_DIR=str(cache))
+    out: dict[str, object] = {}
+    appends = []
+    total = n
+    for k, share in enumerate((0.001, 0.01, 0.02, 0.001, 0.001), 1):
+        batch = work / f"segment-batch-{k}"
+        shutil.rmtree(batch, ignore_errors=True)
+        size = max(1, int(n * share))
+        lines, _ = generate(batch, size, refs, start=total)
+        total += size
+        load = _load()
+        wall, rss, stdout, err = _run(["corpus", "add", str(folder), str(batch), "--no-merge"], env)
+        appends.append({"segment": k, "papers": size, "citation_lines": lines, "load": load, "wall_s": round(wall, 2),
+                        "cpu_s": _cpu(err), "peak_rss_mb": round(rss), "share_of_build": round(wall / build_s, 4),
+                        "result": stdout.strip()})
+        if k == 1:
+            out["after_1_segment"] = _query_phase(folder, env, queries)
+    out["appends"] = appends
+    out["after_5_segments"] = _query_phase(folder, env, queries)
+    opened = json.loads(subprocess.run([sys.executable, "-c", _OPEN, str(folder), queries[0]], env=env,
+                                       capture_output=True, text=True, check=True, cwd=str(REPO)).stdout)
+    out["open_after_5_segments"] = {"load": _load(), "open_s": round(opened["open_s"], 4),
+                                    "search_s": round(opened["search_s"], 3), "rss_mb": opened["rss_mb"]}
+    load = _load()
+    wall, rss, stdout, err = _run(["corpus", "merge", str(folder)], env)
+    out["merge"] = {"load": load, "wall_s": round(wall, 1), "cpu_s": _cpu(err), "peak_rss_mb": round(rss),
+                    "result": stdout.strip()}
+    out["after_merge"] = _query_phase(folder, env, queries[:3])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--papers", type=int, default=500_000)
@@ -300,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--eval-queries", type=int, default=4, help="queries for the 2-worker `crase eval` (0: skip)")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    ap.add_argument("--segments", action="store_true", help="after the build: appends of 0.1/1/2 %% as segments, "
+                    "queries after 1 and 5 segments, a merge (synthetic corpora only; skips the other phases' append)")
     ap.add_argument("--reuse-cache", action="store_true", help="with --keep: keep the built store (measure opens "
                     "and queries again without rebuilding)")
     args = ap.parse_args(argv)
@@ -327,9 +378,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(batch, ignore_errors=True)
             generate(batch, n_batch, args.refs, start=n)
             results["append_papers"] = n_batch
-        has_batch = (batch / "papers.jsonl").is_file() and (n is None or n_batch > 0)
+        has_batch = (batch / "papers.jsonl").is_file() and (n is None or n_batch > 0) and not args.segments
         results.update(measure(folder, batch if has_batch else None, cache, args.workers, args.queries,
                                args.eval_queries))
+        if args.segments and n is not None:
+            results["segments"] = measure_segments(folder, cache, work, n, args.refs, float(results["build_s"]),
+                                                   _queries(folder, n, 5))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -199,9 +199,12 @@ class Corpus:
     """Papers and their citation graph, indexed by position.
 
     ``refs`` is the CSR adjacency citing → cited, ``cites`` its transpose
-    (cited → citing). ``months[i]`` is ``YYYYMM`` of paper i. ``papers`` and ``index`` are a list
-    and a dict for a corpus parsed into memory, lazy views over memory-mapped columns for one
-    opened from its store (:mod:`crase_core.corpus_store`).
+    (cited → citing); for a store with appended segments each is a
+    :class:`~crase_core.segments.GraphUnion` (rows, ``@`` a vector, ``nnz``, ``tocsr()``), so reach
+    neighbours through :meth:`references_of`, :meth:`citers_of` and :meth:`edges_within`.
+    ``months[i]`` is ``YYYYMM`` of paper i. ``papers`` and ``index`` are a list and a dict for a
+    corpus parsed into memory, lazy views over memory-mapped columns for one opened from its store
+    (:mod:`crase_core.corpus_store`).
     """
 
     name: str
@@ -214,6 +217,10 @@ class Corpus:
     dropped_edges: dict[str, int] = field(default_factory=dict)
     #: the on-disk store it is memory-mapped from (:mod:`crase_core.corpus_store`); None when parsed into memory
     store: Path | None = None
+    #: the fingerprint of its first part when it has appended segments (:mod:`crase_core.segments`), else None
+    base_fingerprint: str | None = None
+    #: the folders of its appended segments, in order (each holds its papers, edges and postings)
+    segments: tuple[Path, ...] = ()
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -223,12 +230,35 @@ class Corpus:
         return int(self.refs.nnz)
 
     def in_degree(self) -> np.ndarray:
-        return np.diff(self.cites.indptr)
+        if isinstance(self.cites, sp.csr_matrix):
+            return np.diff(self.cites.indptr)
+        return self.cites.row_lengths()
+
+    def references_of(self, i: int) -> np.ndarray:
+        """Ascending positions of the papers paper ``i`` cites."""
+        return _row(self.refs, i)
+
+    def citers_of(self, i: int) -> np.ndarray:
+        """Ascending positions of the papers that cite paper ``i``."""
+        return _row(self.cites, i)
+
+    def edges_within(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The citations u→v with both ends in the ascending ``positions``, as (row, col) indexes into it."""
+        if isinstance(self.refs, sp.csr_matrix):
+            sub = self.refs[positions][:, positions].tocoo()
+            return sub.row, sub.col
+        return self.refs.edges_within(positions)
 
     def iter_edges(self) -> Iterator[tuple[str, str]]:
         coo = self.refs.tocoo()
         for u, v in zip(coo.row, coo.col, strict=True):
             yield self.papers[u].id, self.papers[v].id
+
+
+def _row(matrix: sp.csr_matrix, i: int) -> np.ndarray:
+    if isinstance(matrix, sp.csr_matrix):
+        return matrix.indices[matrix.indptr[i]:matrix.indptr[i + 1]]
+    return matrix.row(i)
 
 
 def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | None = None) -> Corpus:

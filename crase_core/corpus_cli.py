@@ -1,4 +1,5 @@
-"""``crase corpus build|add|check``: build a corpus's memory-mapped store, grow it, check it.
+"""``crase corpus build|add|merge|check``: build a corpus's memory-mapped store, grow it by segments, merge
+them, check it.
 
 Progress lines go to stderr, results to stdout; a problem a user can act on is a :class:`CorpusError`
 (one line, exit status 2, printed by :mod:`crase_core.cli`).
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import corpus_store, environment
+from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
 from .errors import CorpusError
 from .terminal import printable
@@ -69,31 +70,48 @@ def cmd_build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     bar = ProgressBar()
     with corpus_store.reporting(bar):
-        corpus = corpus_store.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
+        corpus = corpus_folder.open_or_build(folder, workers=args.workers, progress=_quiet if bar.tty else _progress)
     index = TextIndex.for_corpus(corpus)
+    parts = f" and {len(corpus.segments)} appended segments" if corpus.segments else ""
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
-          f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}, "
+          f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}{parts}, "
           f"text index {_size_mb(index.path):,.1f} MB; {time.perf_counter() - start:.1f} s")
     return 0
 
 
 def cmd_add(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
-    counts: dict[str, Any] = corpus_store.add_papers(folder, args.new, progress=_progress)
+    counts: dict[str, Any] = corpus_folder.add_papers(folder, args.new, progress=_progress,
+                                                     merge_policy=not args.no_merge)
     print(f"added {counts['papers']:,} papers and {counts['citations']:,} citations to {folder.name} "
           f"({counts['total_papers']:,} papers now)")
     return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_merge(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
-    corpus = corpus_store.open_or_build(folder, progress=_progress)
+    start = time.perf_counter()
+    counts = corpus_folder.merge_segments(folder, progress=_progress)
+    if not counts["segments"]:
+        print(f"{folder.name}: one store, no segments to merge ({counts['papers']:,} papers)")
+    else:
+        print(f"{folder.name}: merged {counts['segments']} segments into one store ({counts['papers']:,} papers; "
+              f"{time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import segments
+
+    folder = _folder(args.folder)
+    corpus = corpus_folder.open_or_build(folder, progress=_progress)
     assert corpus.store is not None
-    problems = corpus_store.verify(corpus.store)
+    problems = segments.verify_chain(corpus.store) if corpus.segments else corpus_store.verify(corpus.store)
     if problems:
         raise CorpusError(f"the corpus store {corpus.store} is damaged: {'; '.join(problems)}; "
                           "delete it and run `crase corpus build` again")
-    print(f"{corpus.store}: sound ({len(corpus):,} papers, {corpus.n_citations:,} citations; every file's "
+    parts = f"; {len(corpus.segments)} appended segments" if corpus.segments else ""
+    print(f"{corpus.store}: sound ({len(corpus):,} papers, {corpus.n_citations:,} citations{parts}; every file's "
           "CRC-32 and structure checked)")
     return 0
 
@@ -107,10 +125,16 @@ def add_corpus_parser(sub: Any) -> None:
     b.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes that parse and tokenise papers (default: %(default)s)")
     b.set_defaults(func=cmd_build)
-    a = csub.add_parser("add", help="append new papers and citations to a corpus (no rebuild)")
+    a = csub.add_parser("add", help="append new papers and citations to a corpus (a new segment; no rebuild)")
     a.add_argument("folder", type=Path, help="the corpus folder (its files grow by the new lines)")
     a.add_argument("new", type=Path, help="folder with the new papers.jsonl (and citations.tsv)")
+    a.add_argument("--no-merge", action="store_true",
+                   help="never merge the segments after this append (default: merge when there are more than "
+                        "8 or they hold over a quarter of the papers)")
     a.set_defaults(func=cmd_add)
+    m = csub.add_parser("merge", help="fold a corpus's appended segments into one store")
+    m.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
+    m.set_defaults(func=cmd_merge)
     k = csub.add_parser("check", help="verify every file of a corpus's store (CRC-32 and structure)")
     k.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     k.set_defaults(func=cmd_check)

@@ -22,6 +22,9 @@ file's CRC-32 and the structure of every array (``crase corpus check``). Nothing
 code: ``.npy`` files are read with ``allow_pickle=False``, the rest is JSON and raw UTF-8.
 
 The text index of the corpus (:mod:`crase_core.textindex`) is built in the same pass over the papers.
+
+A corpus grows by appended segments (:mod:`crase_core.segments`): a store is never rewritten by an append;
+:mod:`crase_core.corpus_folder` finds, builds, grows and merges a corpus folder's store and segments.
 """
 
 from __future__ import annotations
@@ -33,10 +36,8 @@ import contextvars
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,20 +45,19 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import atomic
 from .cache import cache_root
-from .corpus import Corpus, _decode_line, _find, _fingerprint, _line_blocks, _lines, parse_paper_line
+from .corpus import Corpus, _decode_line, _find, _fingerprint, _line_blocks, parse_paper_line
 from .errors import CorpusError, CraseError
 from .npy_folder import map_npy, read_meta
 from .records import Paper
 from .sorted_keys import SortedKeys, find_sorted
-from .textindex import DocTerms, PostingsBuilder, PostingsWriter, TextIndex, append_postings
-from .textindex import publish as publish_index
+from .textindex import DocTerms, PostingsBuilder, PostingsWriter
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ _STEP_HOOK: contextvars.ContextVar[StepHook | None] = contextvars.ContextVar("cr
 
 @contextlib.contextmanager
 def reporting(hook: StepHook | None) -> Iterator[None]:
-    """Within the block, every store build (:func:`build`, also when :func:`open_or_build` or a first query
+    """Within the block, every store build (:func:`build`, also when ``corpus_folder.open_or_build`` or a first query
     builds one) reports :class:`BuildStep` s to ``hook`` (called in the building thread; an exception it
     raises is ignored)."""
     token = _STEP_HOOK.set(hook)
@@ -451,7 +451,11 @@ def _plain_pairs(block: bytes) -> tuple[list[bytes], list[bytes]] | None:
     return fields[0:-1:2], fields[1:-1:2]
 
 
-def _read_citations(path: Path, lookup: Callable[[str], int | None], ids: _SortedIds | None = None) -> _Edges:
+class IdPositions(Protocol):
+    def positions(self, keys: np.ndarray) -> np.ndarray: ...
+
+
+def _read_citations(path: Path, lookup: Callable[[str], int | None], ids: IdPositions | None = None) -> _Edges:
     """The citation lines of ``path``: edges between known ids (positions by ``lookup``, or vectorised
     by ``ids`` for blocks of plain lines), the lines with an unknown id (pending, in file order),
     self-loops and malformed lines counted."""
@@ -738,116 +742,7 @@ def verify(path: Path) -> list[str]:
     return problems
 
 
-# ---- appending -----------------------------------------------------------------------------------------
-def _copy_text(old: Path, tmp: Path) -> None:
-    for k in _TEXT:
-        shutil.copyfile(old / f"{k}.bin", tmp / f"{k}.bin")
-
-
-def append(old_path: Path, new_papers: Path, new_citations: Path, fingerprint: str, target: Path, *,
-           index_path: Path | None = None, index_target: Path | None = None,
-           progress: Progress = _no_progress) -> dict[str, int]:
-    """A new store at ``target``: the store at ``old_path`` plus the papers and citation lines of the two
-    files, equal to parsing the old files followed by the new ones (same positions, edges, dropped-edge
-    counts and, at ``index_target``, the same postings as a full build). Returns counts of what was added.
-
-    Cost: parsing and tokenising the new papers, plus one copy of the old arrays (no old paper is parsed
-    or tokenised again)."""
-    start = time.perf_counter()
-    old = open_store(old_path)
-    meta = _load_meta(old_path)
-    n_old = len(old)
-    old_index = old.index
-    assert isinstance(old_index, IdIndex)
-    old_offsets = {k: int(old.papers._c.offsets[k][-1]) for k in _TEXT}  # type: ignore[attr-defined]
-    tmp = atomic.temp_dir_beside(target)
-    try:
-        _copy_text(old_path, tmp)
-        sink = _PaperSink(tmp, lambda pid: old_index.lookup(pid) is not None, PostingsBuilder(), old_offsets)
-        try:
-            for chunk in _parsed(new_papers, 1):
-                sink.add(chunk)
-        finally:
-            sink.close()
-        n_new = len(sink.index)
-        n = n_old + n_new
-        progress(f"parsed {n_new:,} new papers ({time.perf_counter() - start:.1f} s)")
-
-        def lookup(pid: str) -> int | None:
-            i = old_index.lookup(pid)
-            if i is not None:
-                return i
-            j = sink.index.get(pid)
-            return None if j is None else n_old + j
-
-        edges = _read_citations(new_citations, lookup)
-        # the old store's pending lines that name a new id may now have both ends (an edge, or a self-loop);
-        # only those are decoded: the others stay pending as they are (found by a vectorised membership test)
-        psrc, pdst = np.asarray(_map_one(old_path, "pending_src")), np.asarray(_map_one(old_path, "pending_dst"))
-        new_ids = _s_array(list(sink.index))
-        touched = np.isin(psrc, new_ids) | np.isin(pdst, new_ids) if psrc.size and new_ids.size else \
-            np.zeros(psrc.size, dtype=bool)
-        rows, cols = array.array("q"), array.array("q")
-        resolved = np.zeros(psrc.size, dtype=bool)
-        resolved_loops = 0
-        for k in np.flatnonzero(touched).tolist():
-            u = lookup(bytes(psrc[k]).decode("utf-8", "surrogatepass"))
-            v = lookup(bytes(pdst[k]).decode("utf-8", "surrogatepass"))
-            if u is None or v is None:
-                continue
-            resolved[k] = True
-            if u == v:
-                resolved_loops += 1
-            else:
-                rows.append(u)
-                cols.append(v)
-        kept_src, kept_dst = psrc[~resolved], pdst[~resolved]  # still pending, in file order (as a full build)
-        new_rows = np.concatenate([np.frombuffer(rows, dtype=np.int64), edges.rows])
-        new_cols = np.concatenate([np.frombuffer(cols, dtype=np.int64), edges.cols])
-        old_keys = _keys(old.refs.indptr, old.refs.indices, n_old)
-        old_keys = (old_keys // n_old) * n + old_keys % n_old  # re-key for the larger n
-        added = np.unique(new_rows * n + new_cols)
-        if old_keys.size:  # old_keys is sorted: binary search and a merge, no sort of the whole graph
-            at = np.searchsorted(old_keys, added)
-            added = added[old_keys[np.minimum(at, old_keys.size - 1)] != added]
-            keys = np.insert(old_keys, np.searchsorted(old_keys, added), added)
-        else:
-            keys = added.copy()
-        del old_keys
-        valid_lines = int(meta.get("valid_lines", old.n_citations)) + int(new_rows.size)
-        d = dict(old.dropped_edges)
-        dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + resolved_loops,
-                   "unknown_ids": int(kept_src.size) + len(edges.pending_src),
-                   "duplicates": valid_lines - int(keys.size), "malformed": d.get("malformed", 0) + edges.malformed}
-        width = max(old_index.keys_array.dtype.itemsize, new_ids.dtype.itemsize)
-        ids = np.concatenate([np.asarray(_map_one(old_path, "ids")).astype(f"S{width}"), new_ids.astype(f"S{width}")])
-        arrays = {**_id_arrays(ids),
-                  "year": np.concatenate([np.asarray(old.papers._c.year),  # type: ignore[attr-defined]
-                                          np.frombuffer(sink.year, dtype=np.int32)]),
-                  "month": np.concatenate([np.asarray(old.months), np.frombuffer(sink.month, dtype=np.int32)]),
-                  **{f"{k}_off": np.concatenate([np.asarray(old.papers._c.offsets[k]),  # type: ignore[attr-defined]
-                                                  np.frombuffer(sink.offsets[k], dtype=np.int64)[1:]]) for k in _TEXT},
-                  **_graph_arrays(keys, n),
-                  "pending_src": _concat_s(kept_src, _s_array(edges.pending_src)),
-                  "pending_dst": _concat_s(kept_dst, _s_array(edges.pending_dst))}
-        _finish(tmp, arrays, {"name": meta.get("name"), "fingerprint": fingerprint, "n_papers": n,
-                              "n_refs": int(keys.size), "valid_lines": valid_lines, "dropped_edges": dropped},
-                text_prefix_crc={k: (int(meta["files"][f"{k}.bin"][2]), int(meta["files"][f"{k}.bin"][3]))
-                                 for k in _TEXT})
-        assert isinstance(sink.postings, PostingsBuilder)
-        new_postings = sink.postings.finish()
-        del arrays, keys
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    atomic.publish_dir(tmp, target)
-    if index_target is not None and index_path is not None and not index_target.is_dir():
-        merged = append_postings(TextIndex.open(index_path).postings, new_postings)
-        publish_index(merged, index_target)
-    progress(f"appended {n_new:,} papers and {int(added.size):,} citations in {time.perf_counter() - start:.1f} s")
-    return {"papers": n_new, "citations": int(added.size), "total_papers": n}
-
-
+# ---- appending (segments: crase_core.segments) -------------------------------------------------
 def _concat_s(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     width = max(a.dtype.itemsize, b.dtype.itemsize, 1)
     return np.concatenate([a.astype(f"S{width}"), b.astype(f"S{width}")])
@@ -860,100 +755,3 @@ def _map_one(path: Path, name: str) -> np.ndarray:
 def remove_store(path: Path) -> None:
     """Remove a store or index folder (renamed aside first; processes that mapped it keep their mapping)."""
     atomic.remove_dir(path, "old")
-
-
-def _appended_text(path: Path) -> str:
-    """The text of a corpus file as it will be appended: its decoded lines, the last one ended by a newline."""
-    text = "".join(line for _, line in _lines(path))
-    return text if not text or text.endswith("\n") else text + "\n"
-
-
-def _append_to_file(path: Path, text: str) -> None:
-    """Append ``text`` to a corpus file: a new gzip member for ``.gz`` (read back as one stream), else
-    plain bytes; a blank line first when needed, so the last old line and the first new one stay apart
-    (blank lines are skipped by the parser)."""
-    if not text:
-        return
-    if path.suffix == ".gz":
-        import gzip
-
-        with open(path, "ab") as f:
-            f.write(gzip.compress(("\n" + text).encode("utf-8", "surrogatepass")))
-        return
-    with open(path, "rb+") as f:
-        f.seek(0, os.SEEK_END)
-        sep = ""
-        if f.tell():
-            f.seek(-1, os.SEEK_END)
-            sep = "" if f.read(1) == b"\n" else "\n"
-        f.write((sep + text).encode("utf-8", "surrogatepass"))
-
-
-def open_or_build(folder: Path, *, workers: int = 1, progress: Progress = _no_progress) -> Corpus:
-    """The corpus of ``folder`` from its store, building the store (and text index) first when there is
-    none or it is damaged (a warning says why). CorpusError for a bad corpus; OSError when the cache
-    folder cannot be written (the caller then parses into memory)."""
-    from .textindex import index_folder
-
-    papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
-    fp = source_fingerprint(folder, [papers_path, cites_path])
-    path = store_path(folder.name, fp)
-    if path.is_dir():
-        try:
-            return open_store(path, fp, folder.name)
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            log.warning("corpus store %s is damaged (%s); rebuilding it", path, e)
-            remove_store(path)
-    progress(f"building the corpus store of {folder} (once; later opens map it)")
-    build(folder, fp, path, folder.name, index_target=index_folder(folder.name, fp), workers=workers,
-          progress=progress)
-    return open_store(path, fp, folder.name)
-
-
-def add_papers(folder: Path, new_folder: Path, *, progress: Progress = _no_progress) -> dict[str, int]:
-    """Append the papers (``papers.jsonl``) and citation lines (``citations.tsv``, optional) of ``new_folder``
-    to the corpus ``folder``: its files grow by those lines, its store and text index are extended (not
-    rebuilt), and its fingerprint becomes that of the grown files, exactly as if it had been built from
-    them. The new files are checked in full before anything is written; one append at a time per corpus."""
-    import fcntl
-
-    from .textindex import index_folder
-
-    new_folder = Path(new_folder)
-    if not new_folder.is_dir():
-        raise CorpusError(f"folder of new papers {new_folder} does not exist")
-    new_papers = _find(new_folder, "papers.jsonl")
-    try:
-        new_cites: Path | None = _find(new_folder, "citations.tsv")
-    except CorpusError:
-        new_cites = None
-    lock_path = _memo_path(folder).with_suffix(".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        corpus = open_or_build(folder, progress=progress)
-        old_path = corpus.store
-        assert old_path is not None
-        papers_text = _appended_text(new_papers)
-        for lineno, line in enumerate(papers_text.splitlines(keepends=True), 1):
-            parse_paper_line(line, new_papers, lineno)  # every new line is a paper record, or nothing is written
-        cites_text = _appended_text(new_cites) if new_cites else ""
-        papers_path, cites_path = _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
-        old_index = index_folder(folder.name, corpus.fingerprint)
-        if not old_index.is_dir():
-            TextIndex.for_corpus(corpus)
-        _append_to_file(papers_path, papers_text)
-        _append_to_file(cites_path, cites_text)
-        fp = _fingerprint([papers_path, cites_path])
-        remember_fingerprint(folder, [papers_path, cites_path], fp)
-        target = store_path(folder.name, fp)
-        with tempfile.TemporaryDirectory() as scratch:
-            cites_in = new_cites or Path(scratch) / "citations.tsv"
-            if new_cites is None:
-                cites_in.write_text("", encoding="utf-8")
-            counts = append(old_path, new_papers, cites_in, fp, target, index_path=old_index,
-                            index_target=index_folder(folder.name, fp), progress=progress)
-        if target != old_path:
-            remove_store(old_path)
-            remove_store(old_index)
-        return counts

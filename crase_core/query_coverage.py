@@ -95,15 +95,11 @@ def coverage_for_source(query: str, source: object) -> QueryCoverage | None:
     if not isinstance(source, LocalSource):
         return None
     index = source.text_index
-    scores = index.retriever.scores
-    indptr, indices = np.asarray(scores["indptr"]), np.asarray(scores["indices"])
     visible = source.visible
     terms = query_terms(query)
     postings: dict[str, np.ndarray] = {}
     for t, _ in terms:
-        tid = index.vocab.get(t)
-        if tid is None or tid + 1 >= indptr.size:
-            continue
-        docs = indices[indptr[tid]:indptr[tid + 1]].astype(np.int64)
-        postings[t] = docs[visible[docs]]
+        docs = index.postings_of(t).astype(np.int64)
+        if docs.size:
+            postings[t] = docs[visible[docs]]
     return assess(terms, postings, int(visible.sum()))

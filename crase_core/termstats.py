@@ -6,8 +6,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from .textindex import TextIndex
 
 
@@ -23,10 +21,7 @@ class TermStats:
 
     @classmethod
     def from_index(cls, index: TextIndex) -> TermStats:
-        indptr = np.asarray(index.retriever.scores["indptr"])
-        counts = np.diff(indptr)
-        df = {term: int(counts[tid]) for term, tid in index.vocab.items() if tid < counts.size}
-        return cls(int(index.retriever.scores["num_docs"]), df)
+        return cls(index.n_docs, index.document_frequencies())
 
     def idf(self, term: str) -> float:
         df = self.df.get(term, 1)
@@ -36,12 +31,10 @@ class TermStats:
 def index_idf(index: TextIndex) -> Callable[[str], float]:
     """idf(stem) from ``index``'s document frequencies without building the whole df table (the
     :class:`TermStats` formula; an unknown stem counts as seen once)."""
-    indptr = index.postings.indptr
-    n = index.postings.n_docs
+    n = index.n_docs
 
     def idf(term: str) -> float:
-        tid = index.term_id(term)
-        df = 1 if tid is None else max(1, int(indptr[tid + 1]) - int(indptr[tid]))
+        df = max(1, index.df(term))
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     return idf

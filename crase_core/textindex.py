@@ -8,9 +8,10 @@ total length). A query computes, for each of its known stems t in order,
     idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl)),   idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))
 
 with the same float32/float64 steps as ``bm25s`` (``method="lucene"``), so the scores are bit-identical
-to the bm25s index used before. Because no stored number depends on N, df or avgdl, appending
-documents (:func:`append_postings`) changes only the postings of the stems they hold and the global
-statistics: search after an append equals search on a full rebuild, exactly.
+to the bm25s index used before. Because no stored number depends on N, df or avgdl, appended documents
+live in their own parts (a corpus segment's postings, :mod:`crase_core.segments`) searched with the
+index-wide statistics, and merging parts (:func:`append_postings`) changes only the postings of the stems
+they hold: search after an append equals search on a full rebuild, exactly.
 
 Stored as ``.npy`` files loaded with ``np.load(mmap_mode="r")`` (a query reads only its stems' postings)
 in a folder named by the corpus fingerprint, published atomically (rename), so concurrent first builds
@@ -445,6 +446,103 @@ def append_postings(old: Postings, new: Postings) -> Postings:
                     doc_len.astype(np.int32, copy=False), old.sum_doc_len + new.sum_doc_len)
 
 
+def merge_parts(parts: Sequence[Postings]) -> Postings:
+    """The parts (each's document ids following the previous parts') as one :class:`Postings`, equal to
+    building over all of them: the small trailing parts are merged with each other first, then with the
+    first, so the big arrays are copied once."""
+    if len(parts) == 1:
+        return parts[0]
+    tail = parts[1]
+    for p in parts[2:]:
+        tail = append_postings(tail, p)
+    return append_postings(parts[0], tail)
+
+
+def _npy_reader(path: Path | None, array: np.ndarray) -> Callable[[int, int], np.ndarray]:
+    """``lo, hi → array[lo:hi]``; read from the ``.npy`` file at ``path`` with plain reads when given (no
+    page of it stays mapped: memory stays one block whatever the file's size), else sliced from ``array``."""
+    if path is None:
+        return lambda lo, hi: np.asarray(array[lo:hi])
+    mapped = np.load(path, mmap_mode="r", allow_pickle=False)  # only for its header: no page is read
+    if not isinstance(mapped, np.memmap) or mapped.shape != array.shape or mapped.dtype != array.dtype:
+        raise ValueError(f"{path.name} does not match the postings")
+    start, dtype = int(mapped.offset), mapped.dtype
+    del mapped
+
+    def read(lo: int, hi: int) -> np.ndarray:
+        out = np.fromfile(path, dtype=dtype, count=hi - lo, offset=start + lo * dtype.itemsize)
+        if out.size != hi - lo:
+            raise OSError(f"{path.name} is truncated")
+        return out
+
+    return read
+
+
+def save_merged_postings(parts: Sequence[Postings], folder: Path, *, first_folder: Path | None = None,
+                         block_postings: int = 4_000_000) -> None:
+    """Write :func:`merge_parts` of ``parts`` into ``folder``, byte for byte what :func:`save_postings` of it
+    writes, a block of stems at a time: memory is the trailing parts merged (small), the vocabulary and one
+    block of ~``block_postings`` postings, however big the first part is. ``first_folder``: where the first
+    part's files are (read with plain reads, not mapped)."""
+    first = parts[0]
+    tail = merge_parts(parts[1:])
+    vocab = np.union1d(first.vocab, tail.vocab)
+    ids_a, ids_b = np.searchsorted(vocab, first.vocab), np.searchsorted(vocab, tail.vocab)
+    ptr_a, ptr_b = np.asarray(first.indptr, dtype=np.int64), np.asarray(tail.indptr, dtype=np.int64)
+    df_a, df_b = np.zeros(vocab.size, dtype=np.int64), np.zeros(vocab.size, dtype=np.int64)
+    df_a[ids_a], df_b[ids_b] = np.diff(ptr_a), np.diff(ptr_b)
+    indptr = np.zeros(vocab.size + 1, dtype=np.int64)
+    np.cumsum(df_a + df_b, out=indptr[1:])
+    read_docs = _npy_reader(first_folder / "docs.npy" if first_folder else None, first.docs)
+    read_tf = _npy_reader(first_folder / "tf.npy" if first_folder else None, first.tf)
+    tf_dtype: np.dtype[Any] = np.dtype(np.uint16)  # as _compact_tf: uint16 unless a tf does not fit
+    if any(p.tf.dtype != np.uint16 for p in parts):
+        max_tf = max(int(np.asarray(tail.tf).max(initial=0)),
+                     *(int(read_tf(lo, min(lo + block_postings, first.tf.size)).max(initial=0))
+                       for lo in range(0, first.tf.size, block_postings)), 0)
+        tf_dtype = np.dtype(np.uint16 if max_tf < 2**16 else np.int32)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "vocab.npy", vocab, allow_pickle=False)
+    np.save(folder / "indptr.npy", indptr, allow_pickle=False)
+    shift = np.int64(first.n_docs)
+    with open(folder / "docs.npy", "wb") as fd, open(folder / "tf.npy", "wb") as ft:
+        _npy_header(fd, np.dtype(np.int32), int(indptr[-1]))
+        _npy_header(ft, tf_dtype, int(indptr[-1]))
+        lo_t = 0
+        while lo_t < vocab.size:  # merged stems lo_t:hi_t, about block_postings postings
+            hi_t = max(lo_t + 1, int(np.searchsorted(indptr, indptr[lo_t] + block_postings, side="right")) - 1)
+            hi_t = min(hi_t, vocab.size)
+            base = int(indptr[lo_t])
+            out_d = np.empty(int(indptr[hi_t]) - base, dtype=np.int32)
+            out_f = np.empty(out_d.size, dtype=tf_dtype)
+            for ids, ptr, df_before, reader_d, reader_f, offset in (
+                    (ids_a, ptr_a, None, read_docs, read_tf, 0),
+                    (ids_b, ptr_b, df_a, lambda a, b: np.asarray(tail.docs[a:b]), lambda a, b: np.asarray(tail.tf[a:b]),
+                     shift)):
+                k0, k1 = np.searchsorted(ids, [lo_t, hi_t]).tolist()
+                p0, p1 = int(ptr[k0]), int(ptr[k1])
+                if p1 == p0:
+                    continue
+                counts = np.diff(ptr[k0:k1 + 1])
+                terms = np.repeat(ids[k0:k1], counts)
+                within = np.arange(p1 - p0, dtype=np.int64) - np.repeat(ptr[k0:k1] - p0, counts)
+                pos = indptr[terms] - base + within + (df_before[terms] if df_before is not None else 0)
+                out_d[pos] = (reader_d(p0, p1).astype(np.int64) + offset).astype(np.int32)
+                out_f[pos] = reader_f(p0, p1).astype(tf_dtype)
+            fd.write(out_d.tobytes())
+            ft.write(out_f.tobytes())
+            lo_t = hi_t
+    doc_len = np.concatenate([np.asarray(p.doc_len) for p in (first, tail)]).astype(np.int32, copy=False)
+    np.save(folder / "doc_len.npy", doc_len, allow_pickle=False)
+    shapes: dict[str, list[Any]] = {}
+    for name in _ARRAYS:
+        a = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        shapes[name] = [a.dtype.str, list(a.shape), (folder / f"{name}.npy").stat().st_size]
+    meta = {"format": _FORMAT, "version": INDEX_VERSION, "k1": K1, "b": B,
+            "sum_doc_len": first.sum_doc_len + tail.sum_doc_len, "arrays": shapes}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
 def save_postings(postings: Postings, folder: Path, extra: Mapping[str, Any] | None = None) -> None:
     """Write the arrays and ``meta.json`` (shapes, dtypes, sizes: a truncated file is caught at open)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -490,21 +588,64 @@ class _PostingsView:
 
 @dataclass
 class TextIndex:
-    """BM25 over a corpus's title + abstract (see the module docstring)."""
+    """BM25 over a corpus's title + abstract (see the module docstring).
+
+    ``postings`` is the first part of the index (all of it for a corpus built in one go); ``segments`` are the
+    parts appended since (:mod:`crase_core.segments`), each with document ids local to it, following in
+    order. Every query method works over all parts with index-wide statistics (N, avgdl, df summed over the
+    parts), so a segmented index scores exactly as one built in one go. ``vocab``/``retriever`` (the whole
+    vocabulary and postings, for consumers that walk them) are merged in memory once when there are segments.
+    """
 
     postings: Postings
     build_seconds: float = 0.0
     path: Path | None = None
-    vocab: TermVocab = field(init=False)
-    retriever: _PostingsView = field(init=False)
+    segments: tuple[Postings, ...] = ()
+    _merged: Postings | None = field(default=None, init=False, repr=False)
+    _vocab: TermVocab | None = field(default=None, init=False, repr=False)
+    _part_vocabs: list[TermVocab] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.vocab = TermVocab(self.postings.vocab)
-        self.retriever = _PostingsView(self.postings, self.vocab)
+        self._part_vocabs = [TermVocab(p.vocab) for p in (self.postings, *self.segments)]
+
+    @property
+    def parts(self) -> tuple[Postings, ...]:
+        return (self.postings, *self.segments)
+
+    def merged(self) -> Postings:
+        """The whole index as one :class:`Postings` (the first part itself when there are no segments;
+        else merged in memory once, ~6 B a posting)."""
+        if not self.segments:
+            return self.postings
+        if self._merged is None:
+            self._merged = merge_parts(self.parts)
+        return self._merged
+
+    @property
+    def vocab(self) -> TermVocab:
+        """stem → term id over the whole (merged) vocabulary."""
+        if not self.segments:
+            return self._part_vocabs[0]
+        if self._vocab is None:
+            self._vocab = TermVocab(self.merged().vocab)
+        return self._vocab
+
+    @property
+    def retriever(self) -> _PostingsView:
+        return _PostingsView(self.merged(), self.vocab)
+
+    @property
+    def n_docs(self) -> int:
+        """N: the documents of every part."""
+        return sum(p.n_docs for p in self.parts)
+
+    @property
+    def sum_doc_len(self) -> int:
+        return sum(p.sum_doc_len for p in self.parts)
 
     @staticmethod
     def folder_for(corpus: Corpus, base: Path | None = None) -> Path:
-        return index_folder(corpus.name, corpus.fingerprint, base)
+        return index_folder(corpus.name, corpus.base_fingerprint or corpus.fingerprint, base)
 
     @classmethod
     def open(cls, path: Path) -> TextIndex:
@@ -519,33 +660,40 @@ class TextIndex:
         The new index is saved in a uniquely named temp folder and renamed into place, so
         concurrent first runs never share a temp folder (the first rename wins; the others open
         the winner's). A cache folder that cannot be written leaves the index in memory only.
+        For a segmented corpus (:mod:`crase_core.segments`) this is the index of its first part plus the
+        postings each segment holds (checked when the corpus was opened).
         """
+        segments = tuple(load_postings(s / "postings")[0] for s in corpus.segments)
+        n_first = len(corpus) - sum(s.n_docs for s in segments)
         base = directory or cache_root() / "index"
         path = cls.folder_for(corpus, base)
         if path.is_dir():
             try:
                 index = cls.open(path)
-                if index.postings.n_docs == len(corpus):
-                    return index
+                if index.postings.n_docs == n_first:
+                    return cls(index.postings, 0.0, path, segments)
                 raise ValueError("document count differs from the corpus")
             except (OSError, ValueError, KeyError, TypeError) as e:  # a damaged index is rebuilt, not fatal
                 log.warning("index at %s unreadable (%s); rebuilding", path, e)
                 remove_dir(path, "damaged")
-        index = cls.build(corpus)
+        index = cls.build(corpus, n_first)
         try:
             publish(index.postings, path)
         except OSError as e:
             log.warning("could not save the BM25 index under %s (%s); using it from memory", base, e)
-            return index
-        return cls(index.postings, index.build_seconds, path) if path.is_dir() else index
+            return cls(index.postings, index.build_seconds, None, segments)
+        return cls(index.postings, index.build_seconds, path if path.is_dir() else None, segments)
 
     @classmethod
-    def build(cls, corpus: Corpus) -> TextIndex:
+    def build(cls, corpus: Corpus, n_docs: int | None = None) -> TextIndex:
+        """The index of the corpus's first ``n_docs`` papers (default: all), tokenised here."""
         start = time.perf_counter()
-        log.info("building the BM25 index for %s papers of %s", f"{len(corpus):,}", corpus.name)
+        n = len(corpus) if n_docs is None else n_docs
+        log.info("building the BM25 index for %s papers of %s", f"{n:,}", corpus.name)
         builder = PostingsBuilder()
         batch: list[tuple[str, str]] = []
-        for p in corpus.papers:
+        for i in range(n):
+            p = corpus.papers[i]
             batch.append((p.title, p.abstract))
             if len(batch) >= 20_000:
                 builder.add_texts(batch)
@@ -553,32 +701,63 @@ class TextIndex:
         builder.add_texts(batch)
         return cls(builder.finish(), time.perf_counter() - start)
 
+    def _term_parts(self, term: str) -> list[tuple[int, int, int, int]]:
+        """(part, offset of its first document, lo, hi) of every part holding ``term`` (its postings ``lo:hi``)."""
+        out = []
+        offset = 0
+        for k, (p, v) in enumerate(zip(self.parts, self._part_vocabs, strict=True)):
+            tid = v.lookup(term)
+            if tid is not None:
+                lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
+                if hi > lo:
+                    out.append((k, offset, lo, hi))
+            offset += p.n_docs
+        return out
+
     def term_id(self, term: str) -> int | None:
+        """The stem's id in the (merged) vocabulary; None when no document holds it."""
         return self.vocab.lookup(term)
+
+    def df(self, term: str) -> int:
+        """How many documents hold ``term`` (0 when none)."""
+        return sum(hi - lo for _, _, lo, hi in self._term_parts(term))
+
+    def document_frequencies(self) -> dict[str, int]:
+        """stem → df over the whole index (each part's vocabulary walked once; no postings are merged)."""
+        out: dict[str, int] = {}
+        for p, v in zip(self.parts, self._part_vocabs, strict=True):
+            counts = np.diff(np.asarray(p.indptr)).tolist()
+            for term, tid in v.items():
+                out[term] = out.get(term, 0) + counts[tid]
+        return out
 
     def postings_of(self, term: str) -> np.ndarray:
         """Ascending ids of the documents holding ``term`` (empty when unknown)."""
-        tid = self.vocab.lookup(term)
-        if tid is None:
+        found = self._term_parts(term)
+        if not found:
             return np.zeros(0, dtype=np.int32)
-        return np.asarray(self.postings.docs[self.postings.indptr[tid]:self.postings.indptr[tid + 1]])
+        if len(found) == 1 and found[0][1] == 0:
+            k, _, lo, hi = found[0]
+            return np.asarray(self.parts[k].docs[lo:hi])
+        return np.concatenate([np.asarray(self.parts[k].docs[lo:hi]) + np.int32(off) for k, off, lo, hi in found])
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (float32; zeros when no term is known)."""
-        p = self.postings
-        n = p.n_docs
+        n = self.n_docs
         out = np.zeros(n, dtype=np.float32)
-        tids = [t for t in (self.vocab.lookup(term) for term in content_terms(query)) if t is not None]
-        if not tids or not n:
+        found = [f for f in (self._term_parts(term) for term in content_terms(query)) if f]
+        if not found or not n:
             return out
-        avgdl = np.float64(p.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths
-        for tid in tids:  # in query order, repeats included (as bm25s sums its score columns)
-            lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
-            docs = np.asarray(p.docs[lo:hi])
-            tf = np.asarray(p.tf[lo:hi]).astype(np.float64)
-            idf = np.float64(np.float32(math.log(1 + (n - (hi - lo) + 0.5) / ((hi - lo) + 0.5))))
-            norm = K1 * ((1 - B) + B * np.asarray(p.doc_len[docs]).astype(np.float64) / avgdl)
-            out[docs] += (idf * (tf / (norm + tf))).astype(np.float32)
+        avgdl = np.float64(self.sum_doc_len) / np.float64(n)  # == bm25s's np.mean of the lengths
+        for parts in found:  # in query order, repeats included (as bm25s sums its score columns)
+            df = sum(hi - lo for _, _, lo, hi in parts)
+            idf = np.float64(np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5))))
+            for k, offset, lo, hi in parts:  # each part's documents are disjoint: every one gets its own term
+                p = self.parts[k]
+                docs = np.asarray(p.docs[lo:hi])
+                tf = np.asarray(p.tf[lo:hi]).astype(np.float64)
+                norm = K1 * ((1 - B) + B * np.asarray(p.doc_len[docs]).astype(np.float64) / avgdl)
+                out[docs + offset if offset else docs] += (idf * (tf / (norm + tf))).astype(np.float32)
         return out
 
     def size_bytes(self) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_store
+from crase_core import corpus_folder, corpus_store
 from crase_core.corpus import load_corpus
 from crase_core.errors import CorpusError
 from crase_core.textindex import (
@@ -190,9 +190,9 @@ def test_build_engine_reports_the_first_build_only(tmp_path, monkeypatch):
     assert len(engine.source.corpus) == 240  # type: ignore[attr-defined]
     assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
     later: list[corpus_store.BuildStep] = []
-    corpus_store.open_or_build(folder)  # built: opened, nothing to report
+    corpus_folder.open_or_build(folder)  # built: opened, nothing to report
     with corpus_store.reporting(later.append):
-        corpus_store.open_or_build(folder)
+        corpus_folder.open_or_build(folder)
     assert later == []
 
 
@@ -254,3 +254,32 @@ def test_cli_progress_bar():
     assert pipe.text.splitlines() == ["crase corpus:   0% parse", "crase corpus:  14% parse", "crase corpus:  21% parse",
                                       "crase corpus:  35% parse", "crase corpus:  42% parse", "crase corpus:  56% parse",
                                       "crase corpus:  63% parse", "crase corpus:  90% index", "crase corpus: 100% done"]
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 10_000])
+def test_merged_postings_written_block_by_block_equal_the_in_memory_merge(tmp_path, block):
+    """``save_merged_postings`` (a corpus merge's index, a block of stems at a time, the first part read from
+    its files) writes the files ``save_postings(merge_parts(...))`` writes, byte for byte."""
+    from crase_core.textindex import (
+        PostingsBuilder,
+        load_postings,
+        merge_parts,
+        save_merged_postings,
+        save_postings,
+    )
+
+    rng = np.random.default_rng(3)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda"]
+    parts = []
+    for k, n in enumerate((40, 7, 0, 12)):
+        builder = PostingsBuilder()
+        docs = [(" ".join(rng.choice(words[:6 + k], size=3)), " ".join(rng.choice(words[k:], size=int(rng.integers(0, 40)))))
+                for _ in range(n)]
+        builder.add_texts(docs)
+        parts.append(builder.finish())
+    save_postings(parts[0], tmp_path / "first")
+    first, _ = load_postings(tmp_path / "first")
+    save_postings(merge_parts([first, *parts[1:]]), tmp_path / "memory")
+    save_merged_postings([first, *parts[1:]], tmp_path / "blocks", first_folder=tmp_path / "first", block_postings=block)
+    for f in sorted((tmp_path / "memory").iterdir()):
+        assert (tmp_path / "blocks" / f.name).read_bytes() == f.read_bytes(), f.name

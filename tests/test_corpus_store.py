@@ -17,10 +17,11 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
 from crase_core import corpus as corpus_module
-from crase_core import corpus_store
+from crase_core import corpus_folder, corpus_store, segments
 from crase_core.cli import main as cli_main
 from crase_core.corpus import load_corpus
 from crase_core.sources.base import SourceFilter
@@ -60,44 +61,55 @@ def _grown(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     base = _write(tmp_path / "grow", BASE_PAPERS, BASE_CITATIONS)
     open_corpus(base)  # builds the store and the index of the base corpus
     new = _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS, malformed=True)
-    return base, corpus_store.add_papers(base, new)
+    return base, corpus_folder.add_papers(base, new, merge_policy=False)
+
+
+def _same_graph(a, b) -> bool:
+    a, b = (m if isinstance(m, sp.csr_matrix) else m.tocsr() for m in (a, b))
+    return a.shape == b.shape and np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
 
 
 def test_append_equals_a_full_build_of_the_grown_files(tmp_path, cache, monkeypatch):
     folder, counts = _grown(tmp_path)
     assert counts == {"papers": 2, "citations": 5, "total_papers": 6}  # 9902001→0001001 (was pending) + 4 new
     appended = open_corpus(folder)
+    assert appended.segments and appended.store == appended.segments[-1]  # a store and one segment
     appended_index = TextIndex.for_corpus(appended)
-    assert appended_index.build_seconds == 0.0  # extended on append, not rebuilt
+    assert appended_index.build_seconds == 0.0 and len(appended_index.segments) == 1  # nothing rebuilt
     # the same files built from scratch, in a fresh cache
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "fresh-cache"))
     full = open_corpus(folder)
     full_index = TextIndex.for_corpus(full)
     parsed = load_corpus(folder)
-    assert appended.fingerprint == full.fingerprint == parsed.fingerprint
+    assert not full.segments and full.fingerprint == parsed.fingerprint
+    assert appended.fingerprint not in (full.fingerprint, appended.base_fingerprint)  # chained: it changed
     assert [p.id for p in appended.papers] == ["9801001", "9802001", "9901001", "9902001", "0001001", "0002001"]
     assert list(appended.papers) == list(full.papers) == list(parsed.papers)
     assert appended.papers[0].title == "Black hole entropy from D-branes"  # the first record of an id wins
+    assert appended.index["0002001"] == 5 and appended.index.get("9801001") == 0 and "8888888" not in appended.index
     assert np.array_equal(appended.months, full.months)
     for m in ("refs", "cites"):
-        a, f, p = getattr(appended, m), getattr(full, m), getattr(parsed, m)
-        assert np.array_equal(a.indptr, f.indptr) and np.array_equal(a.indices, f.indices)
-        assert (a != p).nnz == 0
+        assert _same_graph(getattr(appended, m), getattr(full, m)) and _same_graph(getattr(full, m), getattr(parsed, m))
+    for i in range(6):
+        assert np.array_equal(appended.references_of(i), full.references_of(i))
+        assert np.array_equal(appended.citers_of(i), full.citers_of(i))
+    assert np.array_equal(appended.in_degree(), full.in_degree())
     edges = sorted(appended.iter_edges())
     assert ("9902001", "0001001") in edges and ("9801001", "0002001") in edges and ("9902001", "9801001") in edges
-    assert len(edges) == 8
+    assert len(edges) == 8 and appended.n_citations == full.n_citations == 8
     assert appended.dropped_edges == full.dropped_edges == parsed.dropped_edges == {
         "self_loops": 1, "unknown_ids": 2, "duplicates": 1, "malformed": 1}
-    for f in sorted(appended.store.iterdir()):  # every file of the store, by value
-        if f.suffix == ".npy":
-            assert np.array_equal(np.load(f), np.load(full.store / f.name)), f.name
-        elif f.suffix == ".bin":
-            assert f.read_bytes() == (full.store / f.name).read_bytes(), f.name
-    assert [x.decode() for x in np.load(appended.store / "pending_dst.npy")] == ["9999999", "8888888"]
+    src, dst, _ = segments.load_chain(appended).pending()
+    assert [x.decode() for x in dst] == ["9999999", "8888888"] and [x.decode() for x in src] == ["9801001", "0002001"]
+    merged = appended_index.merged()
     for name in ("vocab", "indptr", "docs", "tf", "doc_len"):
-        assert np.array_equal(getattr(appended_index.postings, name), getattr(full_index.postings, name)), name
+        assert np.array_equal(getattr(merged, name), getattr(full_index.postings, name)), name
+    assert appended_index.n_docs == 6 and appended_index.document_frequencies() == full_index.document_frequencies()
     for q in QUERIES:
         assert np.array_equal(appended_index.scores(q), full_index.scores(q)), q
+        for t in content_terms(q):
+            assert np.array_equal(appended_index.postings_of(t), full_index.postings_of(t)), t
+            assert appended_index.df(t) == full_index.df(t)
     # and the scores are bm25s's Lucene BM25, bit for bit
     ref = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
     ref.index([document_terms(p.title, p.abstract) for p in parsed.papers], show_progress=False)
@@ -107,17 +119,48 @@ def test_append_equals_a_full_build_of_the_grown_files(tmp_path, cache, monkeypa
         assert np.array_equal(appended_index.scores(q), expected), q
 
 
-def test_append_replaces_the_old_store_and_changes_the_fingerprint(tmp_path, cache):
+def test_merge_gives_the_files_of_a_full_build(tmp_path, cache, monkeypatch, capsys):
+    folder, _ = _grown(tmp_path)
+    appended = open_corpus(folder)
+    assert cli_main(["corpus", "merge", str(folder)]) == 0
+    assert "grow: merged 1 segments into one store (6 papers;" in capsys.readouterr().out
+    merged = open_corpus(folder)
+    assert not merged.segments and merged.fingerprint == appended.fingerprint  # caches keyed by it stay valid
+    assert [p.name for p in (cache / "corpus").iterdir()] == [merged.store.name]  # segments and old store gone
+    assert appended.papers[5].id == "0002001"  # a process that mapped the segments still reads them
+    merged_index = TextIndex.for_corpus(merged)
+    assert merged_index.build_seconds == 0.0 and not merged_index.segments
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    full = open_corpus(folder)
+    full_index = TextIndex.for_corpus(full)
+    for f in sorted(merged.store.iterdir()):  # every file of the store, by value and dtype
+        if f.suffix == ".npy":
+            a, b = np.load(f), np.load(full.store / f.name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), f.name
+        elif f.suffix == ".bin":
+            assert f.read_bytes() == (full.store / f.name).read_bytes(), f.name
+    meta_m, meta_f = (json.loads((s.store / "meta.json").read_text()) for s in (merged, full))
+    assert meta_m.pop("fingerprint") != meta_f.pop("fingerprint") and meta_m == meta_f
+    for f in sorted(merged_index.path.iterdir()):
+        assert f.read_bytes() == (full_index.path / f.name).read_bytes(), f.name
+    assert cli_main(["corpus", "merge", str(folder)]) == 0
+    assert "no segments to merge" in capsys.readouterr().out
+
+
+def test_append_writes_a_segment_and_rewrites_nothing(tmp_path, cache):
     base = _write(tmp_path / "grow", BASE_PAPERS, BASE_CITATIONS)
     before = open_corpus(base)
     assert before.store is not None and before.store.is_dir()
-    corpus_store.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
+    old_files = {f: (f.stat().st_mtime_ns, f.read_bytes()) for d in (cache / "corpus", cache / "index")
+                 for f in d.rglob("*") if f.is_file()}
+    corpus_folder.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS), merge_policy=False)
     after = open_corpus(base)
     assert after.fingerprint != before.fingerprint  # result caches and eval pins keyed by it miss
-    assert not before.store.is_dir() and after.store is not None and after.store.is_dir()
-    assert [p.name for p in (cache / "corpus").iterdir()] == [after.store.name]
-    assert len(list((cache / "index").iterdir())) == 1
-    assert before.papers[4 - 1].id == "9902001"  # a process that mapped the old store still reads it
+    assert after.base_fingerprint == before.fingerprint and after.segments == (after.store,)
+    assert sorted(p.name for p in (cache / "corpus").iterdir()) == sorted([before.store.name, after.store.name])
+    assert {f: (f.stat().st_mtime_ns, f.read_bytes()) for f in old_files} == old_files  # no old file touched
+    assert len(list((cache / "index").iterdir())) == 1  # the segment holds its own postings
+    assert before.papers[4 - 1].id == "9902001" and len(before) == 4  # the old view reads as before
 
 
 def test_leakage_filter_hides_appended_papers_by_month(tmp_path, cache):
@@ -151,7 +194,7 @@ def test_reopen_maps_the_store_and_parses_nothing(tmp_path, cache, monkeypatch):
         raise AssertionError("the corpus files were read again")
 
     monkeypatch.setattr(corpus_module, "_lines", no_parsing)
-    monkeypatch.setattr(corpus_store, "_lines", no_parsing)
+    monkeypatch.setattr(corpus_folder, "_lines", no_parsing)
     monkeypatch.setattr(corpus_store, "_fingerprint", no_parsing)  # the stat memo spares the hash too
     again = open_corpus(folder)
     assert all(_mapped(a) for a in (again.refs.indices, again.cites.indptr, again.months))
@@ -228,7 +271,7 @@ def test_gzip_corpus_grows_by_a_gzip_member(tmp_path, cache):
         (base / f"{name}.gz").write_bytes(gzip.compress((base / name).read_bytes()))
         (base / name).unlink()
     open_corpus(base)
-    corpus_store.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
+    corpus_folder.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
     grown = open_corpus(base)
     assert len(grown) == 6 and grown.n_citations == 8
     assert json.loads(gzip.decompress((base / "papers.jsonl.gz").read_bytes()).splitlines()[-1])["id"] == "9801001"

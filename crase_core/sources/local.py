@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import corpus_store, environment
+from .. import corpus_folder, environment
 from ..corpus import Corpus, load_corpus
 from ..records import Paper
 from ..textindex import TextIndex
@@ -34,7 +34,7 @@ def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int
     except Exception:
         return load_corpus(folder)  # raises the clear CorpusError
     try:
-        return corpus_store.open_or_build(folder, workers=workers, progress=progress or log.info)
+        return corpus_folder.open_or_build(folder, workers=workers, progress=progress or log.info)
     except OSError as e:
         log.warning("could not cache the parsed corpus (%s); running without that cache", e.strerror or e)
     return load_corpus(folder)
@@ -91,11 +91,11 @@ class LocalSource:
         order = sorted(ids, key=lambda i: (-float(scores[i]), ids[i]))
         return [ScoredPaper(self.corpus.papers[i], float(scores[i])) for i in order]
 
-    def _neighbors(self, paper_id: str, matrix) -> NeighborList:
+    def _neighbors(self, paper_id: str, row: Callable[[int], np.ndarray]) -> NeighborList:
         i = self.corpus.index.get(paper_id)
         if i is None or not self.visible[i]:
             return NeighborList(ids=[], total=0)
-        cols = matrix.indices[matrix.indptr[i] : matrix.indptr[i + 1]]
+        cols = row(i)
         cols = cols[self.visible[cols]]
         ids = sorted(self._ids(cols))
         return NeighborList(ids=ids, total=len(ids))
@@ -107,10 +107,10 @@ class LocalSource:
         return ids_of(positions) if ids_of is not None else [papers[int(j)].id for j in positions]
 
     def references(self, paper_id: str) -> NeighborList:
-        return self._neighbors(paper_id, self.corpus.refs)
+        return self._neighbors(paper_id, self.corpus.references_of)
 
     def citations(self, paper_id: str) -> NeighborList:
-        return self._neighbors(paper_id, self.corpus.cites)
+        return self._neighbors(paper_id, self.corpus.citers_of)
 
     def get(self, ids: Sequence[str]) -> dict[str, Paper]:
         out: dict[str, Paper] = {}
@@ -124,14 +124,13 @@ class LocalSource:
         i = self.corpus.index.get(paper_id)
         if i is None:
             return 0
-        cols = self.corpus.cites.indices[self.corpus.cites.indptr[i] : self.corpus.cites.indptr[i + 1]]
-        return int(self.visible[cols].sum())
+        return int(self.visible[self.corpus.citers_of(i)].sum())
 
     def edges_among(self, ids: Collection[str]) -> list[tuple[str, str]]:
         idx = np.array(sorted({self.corpus.index[p] for p in ids if p in self.corpus.index}), dtype=np.int64)
         idx = idx[self.visible[idx]] if idx.size else idx
         if idx.size == 0:
             return []
-        sub = self.corpus.refs[idx][:, idx].tocoo()
+        rows, cols = self.corpus.edges_within(idx)
         names = self._ids(idx)
-        return sorted((names[r], names[c]) for r, c in zip(sub.row.tolist(), sub.col.tolist(), strict=True))
+        return sorted((names[r], names[c]) for r, c in zip(rows.tolist(), cols.tolist(), strict=True))

@@ -1,0 +1,90 @@
+"""Faults in an appended segment of the corpus store: a truncated segment file, a missing first store, a
+flipped byte, and an append that dies after the corpus files grew but before its segment was published."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fault_tools import query, ranked, run_cli
+from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
+
+from crase_core import corpus_folder, corpus_store, segments
+from crase_core.sources.local import open_corpus
+
+
+def _grown(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The tiny corpus built from its first four papers plus an appended segment with the last two; the
+    clean answer of a query on it."""
+    corpus = write_corpus(tmp_path / "tiny", TINY_PAPERS[:4], TINY_CITATIONS[:3])
+    batch = write_corpus(tmp_path / "batch", TINY_PAPERS[4:], TINY_CITATIONS[3:])
+    cache = tmp_path / "cache"
+    assert run_cli("corpus", "build", str(corpus), cache_dir=cache).returncode == 0
+    r = run_cli("corpus", "add", str(corpus), str(batch), "--no-merge", cache_dir=cache)
+    assert r.returncode == 0, r.stderr
+    clean = query(corpus, cache)
+    assert clean.returncode == 0, clean.stderr
+    return corpus, cache, clean.stdout
+
+
+def _segment(cache: Path) -> Path:
+    segs = [p for p in (cache / "corpus").iterdir() if p.name.endswith(".seg")]
+    assert len(segs) == 1
+    return segs[0]
+
+
+def test_truncated_segment_file_is_detected_and_rebuilt(tmp_path):
+    corpus, cache, clean = _grown(tmp_path)
+    full = query(write_corpus(tmp_path / "whole"), tmp_path / "other-cache")  # the same papers, built in one go
+    assert ranked(full.stdout) == ranked(clean)
+    victim = _segment(cache) / "ref_src.npy"
+    victim.write_bytes(victim.read_bytes()[:-8])
+    r = query(corpus, cache)
+    assert r.returncode == 0, r.stderr
+    assert "is damaged (" in r.stderr and "ref_src.npy has" in r.stderr and "rebuilding it" in r.stderr
+    assert ranked(r.stdout) == ranked(clean)
+    again = query(corpus, cache)  # a store was built for the grown files: no warning the next time
+    assert again.returncode == 0 and "damaged" not in again.stderr and ranked(again.stdout) == ranked(clean)
+
+
+def test_missing_first_store_is_rebuilt(tmp_path):
+    corpus, cache, clean = _grown(tmp_path)
+    first = next(p for p in (cache / "corpus").iterdir() if p.name.endswith("-v3"))
+    corpus_store.remove_store(first)
+    r = query(corpus, cache)
+    assert r.returncode == 0, r.stderr
+    assert f"its first store {first.name} is missing); rebuilding it" in r.stderr
+    assert ranked(r.stdout) == ranked(clean)
+
+
+def test_flipped_byte_in_a_segment_is_caught_by_check(tmp_path):
+    corpus, cache, _ = _grown(tmp_path)
+    ok = run_cli("corpus", "check", str(corpus), cache_dir=cache)
+    assert ok.returncode == 0 and ": sound (6 papers, 7 citations; 1 appended segments;" in ok.stdout
+    title = _segment(cache) / "title.bin"
+    data = bytearray(title.read_bytes())
+    data[3] ^= 0x20
+    title.write_bytes(bytes(data))
+    bad = run_cli("corpus", "check", str(corpus), cache_dir=cache)
+    assert bad.returncode == 2
+    assert f"is damaged: {title.parent.name}/title.bin: CRC-32 mismatch; delete it" in bad.stderr
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_append_that_dies_before_its_segment_is_published(tmp_path, monkeypatch):
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = write_corpus(tmp_path / "tiny", TINY_PAPERS[:4], TINY_CITATIONS[:3])
+    batch = write_corpus(tmp_path / "batch", TINY_PAPERS[4:], TINY_CITATIONS[3:])
+    open_corpus(corpus)
+
+    def die(*_a, **_k):
+        raise KeyboardInterrupt  # killed after the corpus files grew
+
+    monkeypatch.setattr(segments, "write_segment", die)
+    with pytest.raises(KeyboardInterrupt):
+        corpus_folder.add_papers(corpus, batch)
+    monkeypatch.undo()
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    grown = open_corpus(corpus)  # no segment for the grown files: a store is built from them
+    assert len(grown) == 6 and not grown.segments and grown.n_citations == 7
+    assert [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith(".tmp")] == []
