@@ -40,6 +40,8 @@ RUNS: dict[str, Run] = {
     "crase": Run("crase", {}, "the default configuration"),
     "previous-default": Run("crase", {"ranker": "ppr", "query_power": 12.0, "fusion": "rrf", "fusion_weight": 0.3},
                             "the previous default: PPR, γ 12, RRF of the walk with the text score (λ 0.3, k 10)"),
+    "preset-hybrid": Run("crase", {"preset": "hybrid"}, "--preset hybrid, round 4's measured best: L 1, θ 0, "
+                         "hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½))"),
     "salsa-restart": Run("crase", {"fusion": "restart", "fusion_weight": 0.65},
                          "SALSA + restart fusion (γ 16, λ 0.65) without the final search-rank fusion"),
     "ppr": Run("crase", {"ranker": "ppr"}, "the default with PPR instead of SALSA (same fusion)"),
@@ -76,6 +78,47 @@ RUNS: dict[str, Run] = {
                      "that helped the citation set, together)"),
     "anchor-0.05": Run("crase", {"anchor_weight": 0.05},
                        "anchor text: the full-query search blended with the citers' text (weight 0.05)"),
+    # issue 14, round 4: each idea alone against the default, then combinations
+    "query-seeds-5": Run("crase", {"query_seeds": 5}, "hybrid seeds: the recency-selected seeds per sub-query plus "
+                         "the full question's own top 5 by relevance"),
+    "query-seeds-10": Run("crase", {"query_seeds": 10}, "hybrid seeds with the full question's top 10"),
+    "anchor-restart-0.1": Run("crase", {"anchor_restart_weight": 0.1},
+                              "anchor text (weight 0.1) in the walk's restart only; the text candidates and the "
+                              "final fusion keep plain BM25"),
+    "anchor-restart-0.3": Run("crase", {"anchor_restart_weight": 0.3}, "anchor text (weight 0.3) in the restart only"),
+    "text-floor-20": Run("crase", {"text_floor": 20}, "text floor: BM25's top 20 of the full query guaranteed a "
+                         "top-50 place (search rank s no lower than 30 + s); those outside the graph take no part "
+                         "in the walk"),
+    "text-floor-30": Run("crase", {"text_floor": 30}, "text floor with BM25's top 30 (search rank s no lower than "
+                         "20 + s)"),
+    "confidence-0.5": Run("crase", {"text_rank_weight": 0.5, "text_rank_confidence": 0.5},
+                          "search-confidence weight of the final fusion: μ(q) = clip(0.5 + 0.5·(g − ½)), "
+                          "g = 1 − s₁₀/s₁ of the full-query search"),
+    "confidence-1": Run("crase", {"text_rank_weight": 0.4, "text_rank_confidence": 1.0},
+                        "search-confidence weight: μ(q) = clip(0.4 + 1·(g − ½))"),
+    "hybrid-L1-theta0-confidence": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
+                                                 "text_rank_confidence": 0.5},
+                                       "one sub-query, no pruning, hybrid seeds (the question's top 5) and the "
+                                       "search-confidence μ(q) = clip(0.5 + 0.5·(g − ½))"),
+    "hybrid-L1-theta0-confidence-floor25": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5,
+                                                         "text_rank_weight": 0.5, "text_rank_confidence": 0.5,
+                                                         "text_floor": 25},
+                                               "the same with a text floor of 25"),
+    "hybrid-L1-theta0": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5},
+                            "one sub-query, no pruning and hybrid seeds (fixed μ 0.4)"),
+    # the tuning of μ(q) around the chosen combination (L 1, θ 0, hybrid seeds 5); --preset hybrid is μ 0.5, κ 0.35
+    **{f"hybrid-{label}": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": qs, "text_rank_weight": mu,
+                                              "text_rank_confidence": kappa, **extra},
+                                   f"L 1, θ 0, hybrid seeds {qs}, μ {mu}, κ {kappa}"
+                                   + (f", {extra}" if extra else ""))
+       for label, qs, mu, kappa, extra in (
+           ("kappa-0", 5, 0.5, 0.0, {}), ("kappa-0.25", 5, 0.5, 0.25, {}), ("mu-0.45-kappa-0.5", 5, 0.45, 0.5, {}),
+           ("mu-0.55-kappa-0.5", 5, 0.55, 0.5, {}), ("mu-0.55-kappa-0.75", 5, 0.55, 0.75, {}),
+           ("qs3-kappa-0.5", 3, 0.5, 0.5, {}), ("qs10-kappa-0.5", 10, 0.5, 0.5, {}),
+           ("kappa-0.5-anchor-restart-0.1", 5, 0.5, 0.5, {"anchor_restart_weight": 0.1}))},
+    "hybrid-L5-kappa-0.5": Run("crase", {"L": 5, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
+                                              "text_rank_confidence": 0.5},
+                                    "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
 }
 #: families of configurations whose choice is checked split-half (each with the default as a candidate)
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -84,6 +127,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "planning, seeds and pruning": ("crase", "no-planning", "no-pruning", "relevance-seeds", "L1-theta0",
                                     "relevance-seeds-L1-theta0"),
     "pruning": ("crase", "no-pruning", "tau-0.4"),
+    "round 4: each idea and the combinations": (
+        "crase", "preset-hybrid", "query-seeds-5", "anchor-restart-0.1", "text-floor-20", "text-floor-30",
+        "confidence-0.5", "L1-theta0", "hybrid-L1-theta0", "hybrid-L1-theta0-confidence",
+        "hybrid-L1-theta0-confidence-floor25"),
+    "round 4: μ(q) of the hybrid configuration": (
+        "preset-hybrid", "hybrid-kappa-0", "hybrid-kappa-0.25", "hybrid-L1-theta0-confidence",
+        "hybrid-mu-0.45-kappa-0.5", "hybrid-mu-0.55-kappa-0.5", "hybrid-mu-0.55-kappa-0.75"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",

@@ -36,7 +36,7 @@ from .stages.expansion import Expansion, expand_seeds
 from .stages.planning import plan_query
 from .stages.progress import STAGES, ProgressFn, StageEvent
 from .stages.pruning import prune_graph
-from .stages.ranking import rank_papers
+from .stages.ranking import expansion_settings, rank_papers
 from .stages.scoring import Scored, cascade, extract_claims, label_edges, legacy_scored, score_edges
 from .stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
 from .trace import RunTrace
@@ -180,7 +180,8 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
         seeds = find_seeds(q, planning.plan, engine.source, settings, progress, seeding)
     components.counters.search_calls += seeds.search_calls
     with clock("expansion"):
-        expansion = expand_seeds(seeds.seeds, seeds.query_hits, seeds.query_papers, engine.source, settings, progress)
+        expansion = expand_seeds(seeds.seeds, seeds.query_hits, seeds.query_papers, engine.source,
+                                 expansion_settings(settings), progress)  # text floor: its papers join V
     with clock("budget"):
         budget, cached = count_budget(planning.plan, expansion, components)
     return GraphBuild(q, settings.age_reference_year or now.year, planning.plan, seeds, expansion, budget, cached,
@@ -246,7 +247,7 @@ def run_query(
     label_edges(pruning.edges, scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
-                             progress)
+                             progress, restart_hits=build.seeding.restart_hits)
 
     counters = build.components.counters
     counters.external_calls = source.external_calls - external_before

@@ -50,6 +50,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # seed restarts and no text-only candidates
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
               "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none"},
+    # issue 14 round 4's measured best with the offline backend (docs/benchmarks.md): one sub-query, no
+    # pruning, hybrid seeds (the question's own top 5 next to the recency-aware seeds) and μ from the
+    # full-query search's confidence, μ(q) = clip(0.5 + 0.35·(g − ½), 0, 1)
+    "hybrid": {"L": 1, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
 }
 
 
@@ -128,6 +132,15 @@ class PipelineSettings:
         0.0, "Weight of anchor-text retrieval in the full-query search: a paper also scores by the share of "
         "its citers whose text holds each query term (crase_core.anchor; local corpus only). 0 turns it off.",
         label="Anchor-text weight", minimum=0.0, maximum=1.0, step=0.05)
+    anchor_restart_weight: float = knob(
+        0.0, "Weight of anchor-text retrieval in the walk's restart only: the restart distribution reads the "
+        "full-query search blended with the citers' text (crase_core.anchor), while the text candidates and "
+        "the final fusion keep the plain search. 0 turns it off.", label="Anchor-text weight in the restart",
+        minimum=0.0, maximum=1.0, step=0.05)
+    query_seeds: int = knob(
+        0, "Hybrid seed selection: the full question's own top r search hits by relevance join the seeds "
+        "(shown on the Seeds page as one more search row, the question itself). 0 turns it off.",
+        label="Seeds from the full question (0 = off)", minimum=0, maximum=100, form_max=50)
     fusion: str = knob(
         "restart-rrf",
         "How the final ranking combines the walk's score with the full-query search score: none (walk "
@@ -143,6 +156,16 @@ class PipelineSettings:
         0.4, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
         "(0 = the restart fusion's order unchanged).", label="μ — search-rank weight in the final fusion",
         minimum=0.0, maximum=1.0, step=0.05, when=When("fusion", ("restart-rrf",)))
+    text_rank_confidence: float = knob(
+        0.0, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
+        "its 10th hit over its first; 1 with fewer than 10 hits): μ(q) = clip(μ + κ·(g − ½), 0, 1). "
+        "0 keeps μ fixed.", label="κ — search confidence slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
+        when=When("fusion", ("restart-rrf",)))
+    text_floor: int = knob(
+        0, "Text floor: the full-query search's top K among the ranked papers are guaranteed a place in the "
+        "top k (search rank s is placed no lower than k − K + s). Text candidates outside the citation "
+        "graph are ranked only up to text_candidates. 0 turns it off.", label="Text floor K (0 = off)",
+        minimum=0, maximum=1000, form_max=100)
     rrf_k: float = knob(10.0, "k of reciprocal-rank fusion: 1/(k + rank); larger k flattens the rank weights.",
                         label="RRF k", minimum=0.0, maximum=10_000.0, step=5.0, form_max=200.0,
                         when=When("fusion", ("rrf", "restart-rrf")))
@@ -182,8 +205,9 @@ class PipelineSettings:
         False, "Ask the model again about items whose cached answer was unusable (cached failures also "
         "expire after a day).", label="Retry cached model failures", form=False,
     )
-    preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
-                       "seed restarts, α = 0.15, no text candidates). Explicit values override it.",
+    preset: str = knob("default", "Named starting point: default; paper (the paper's configuration: "
+                       "seed restarts, α = 0.15, no text candidates); or hybrid (measured best on both dev "
+                       "sets: L 1, θ 0, hybrid seeds 5, search-confidence μ). Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:

@@ -99,7 +99,12 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
     assert load_settings(f).pipeline.alpha == 0.3  # the file's own value wins over its preset
     assert settings_from_args(parse("--config", str(f), "--preset", "default")).pipeline.alpha == 0.5
-    assert set(PRESETS) == {"default", "paper"}
+    assert set(PRESETS) == {"default", "paper", "hybrid"}
+    hybrid = settings_from_args(parse("--preset", "hybrid")).pipeline
+    assert dataclasses.replace(hybrid, preset="default", L=5, theta=0.75, query_seeds=0, text_rank_weight=0.4,
+                               text_rank_confidence=0.0) == PipelineSettings()  # exactly these knobs
+    assert (hybrid.L, hybrid.theta, hybrid.query_seeds, hybrid.text_rank_weight, hybrid.text_rank_confidence) == (
+        1, 0.0, 5, 0.5, 0.35)
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -112,7 +117,7 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     (["--query-power", "1e300"], "--query-power must be in (0, 16]"),
     (["--theta", "nan"], "--theta must be a finite number"),
     (["--k", "2.5"], "--k must be a whole number"),
-    (["--preset", "nope"], "unknown preset 'nope'; choose one of default, paper"),
+    (["--preset", "nope"], "unknown preset 'nope'; choose one of default, paper, hybrid"),
 ])
 def test_bad_or_inapplicable_flags_are_refused(clean_env, flags, message):
     with pytest.raises(InputError) as e:
@@ -124,7 +129,8 @@ def test_inapplicable_values_from_a_preset_or_file_are_ignored_not_refused(clean
     s = settings_from_args(parse("--preset", "paper", "--ranker", "cep")).pipeline  # α = 0.15 rides along unused
     # the paper's preset has no fusion with the text score, so the fusion's λ and k do not apply either
     assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power",
-                                                             "fusion_weight", "rrf_k", "text_rank_weight"}
+                                                             "fusion_weight", "rrf_k", "text_rank_weight",
+                                                             "text_rank_confidence"}
     s = settings_from_args(parse("--ranker", "cep", "--cep-hop-discount", "0.25")).pipeline
     assert s.cep_hop_discount == 0.25
 

@@ -134,14 +134,39 @@ def rank_fusion_with_search(scores: Mapping[str, float], query_hits: Sequence[Se
     return {n: (1.0 - weight) / (rrf_k + r[n]) + (weight / (rrf_k + s[n]) if n in s else 0.0) for n in scores}
 
 
+#: the search-confidence depth: g = 1 − s_d/s_1 with d this rank (see :func:`search_confidence`)
+CONFIDENCE_DEPTH = 10
+
+
+def search_confidence(query_hits: Sequence[SearchHit], depth: int = CONFIDENCE_DEPTH) -> float:
+    """How decisively the full-query search answers: g = 1 − s_d/s_1 ∈ [0, 1], the normalised score gap
+    between its first hit and its ``depth``-th (a query-performance predictor in the spirit of the
+    score-gap/NQC family). 1 when the search returned fewer than ``depth`` hits (s_d = 0); 0 when it
+    returned nothing or its first score is not positive. Pure."""
+    scores = sorted((h.score for h in query_hits), reverse=True)
+    if not scores or scores[0] <= 0.0:
+        return 0.0
+    s_d = scores[depth - 1] if len(scores) >= depth else 0.0
+    return min(1.0, max(0.0, 1.0 - s_d / scores[0]))
+
+
+def search_rank_weight(settings: PipelineSettings, query_hits: Sequence[SearchHit]) -> float:
+    """μ(q) of ``restart-rrf``: ``text_rank_weight`` moved by κ = ``text_rank_confidence`` with the search's
+    confidence g (:func:`search_confidence`): clip(μ + κ·(g − ½), 0, 1); μ itself when κ = 0."""
+    mu, kappa = settings.text_rank_weight, settings.text_rank_confidence
+    if kappa == 0.0:
+        return mu
+    return min(1.0, max(0.0, mu + kappa * (search_confidence(query_hits) - 0.5)))
+
+
 def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
                  rank_ids: Sequence[str], query_hits: Sequence[SearchHit]) -> dict[str, float]:
     """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`). Pure.
 
     ``restart-rrf`` is two steps: the ``restart`` fusion (walk mixed with text^γ, λ = ``fusion_weight``)
     settles the order the scores support — a decisive text match on top, the walk below it — and
-    :func:`rank_fusion_with_search` then adds the search engine's own ranking (μ = ``text_rank_weight``)
-    so that its runner-up answers are not lost under the walk's papers.
+    :func:`rank_fusion_with_search` then adds the search engine's own ranking (μ(q) from
+    :func:`search_rank_weight`) so that its runner-up answers are not lost under the walk's papers.
     """
     if settings.fusion == "none":
         return dict(walk)
@@ -153,7 +178,8 @@ def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: S
         fused = fuse_scores(walk, text, order, "linear", weight, settings.rrf_k)
         if mode == "restart":
             return fused
-        return rank_fusion_with_search(fused, query_hits, order, settings.text_rank_weight, settings.rrf_k)
+        return rank_fusion_with_search(fused, query_hits, order, search_rank_weight(settings, query_hits),
+                                       settings.rrf_k)
     return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
 
 
@@ -171,6 +197,53 @@ def rank_order(scores: Mapping[str, float], seeds: Sequence[Seed], rank_ids: Seq
     seed_order = [s.paper_id for s in seeds]
     seed_ids = set(seed_order)
     return top_k(scores, len(scores), seed_order + [n for n in rank_ids if n not in seed_ids])
+
+
+def text_floor(ranked: Sequence[tuple[str, float]], query_hits: Sequence[SearchHit], floor: int,
+               k: int) -> list[tuple[str, float]]:
+    """``ranked`` with the full-query search's top ``floor`` papers among it guaranteed a top-``k`` place.
+
+    A floor above ``k`` counts as ``k``. The floor papers are the first ``floor`` of ``ranked``'s papers in search order (s = 1, 2, …: the
+    search rank among the ranked papers); the one with floor rank s is placed no lower than position
+    k − floor + s (1-based; capped to k and to the list's length). A paper already there keeps its
+    place; one below it moves up to exactly that position, the papers between moving down one, and
+    takes the score of the paper it displaced (scores stay non-increasing). Everything else keeps its
+    relative order. ``ranked`` unchanged when ``floor`` ≤ 0. Pure.
+    """
+    out = list(ranked)
+    floor = min(floor, k)
+    if floor <= 0 or not out:
+        return out
+    present = {n for n, _ in out}
+    by_search = [h.paper_id for h in sorted(query_hits, key=lambda h: h.relevance_rank) if h.paper_id in present]
+    for s, pid in enumerate(by_search[:floor], 1):
+        deadline = min(max(k - floor + s, 1), k, len(out))  # 1-based position it must not fall below
+        pos = next(i for i, (n, _) in enumerate(out) if n == pid)
+        if pos + 1 > deadline:
+            item = (pid, out[deadline - 1][1])
+            del out[pos]
+            out.insert(deadline - 1, item)
+    return out
+
+
+def floor_only_ids(text_ids: Sequence[str], query_hits: Sequence[SearchHit], settings: PipelineSettings) -> list[str]:
+    """The text candidates that joined V only for the text floor, in search order: those outside the
+    full-query search's top ``text_candidates`` (the expansion takes max(text_candidates, text_floor)
+    of them; :func:`expansion_settings`). They stay out of the walk and the fusion; only the floor
+    places them. [] when the floor does not reach beyond the text candidates. Pure."""
+    if settings.text_floor <= settings.text_candidates:
+        return []
+    top = {h.paper_id for h in query_hits[: settings.text_candidates]}
+    order = {h.paper_id: h.relevance_rank for h in query_hits}
+    return sorted((n for n in text_ids if n not in top), key=lambda n: order.get(n, len(order) + 1))
+
+
+def expansion_settings(settings: PipelineSettings) -> PipelineSettings:
+    """The settings stage 2a expands with: ``text_candidates`` raised to ``text_floor`` so that every paper
+    the floor may place is a node of V (with its citation edges scored like any other)."""
+    if settings.text_floor <= settings.text_candidates:
+        return settings
+    return settings.replace(text_candidates=settings.text_floor)
 
 
 def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], pruning: Pruning,
@@ -191,25 +264,37 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
 
 
 def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
-                settings: PipelineSettings, progress: ProgressFn | None = None) -> Ranked:
-    """Stage 3: restart distribution, ranker, fusion with the text score, node scores and ranks, top k.
+                settings: PipelineSettings, progress: ProgressFn | None = None,
+                restart_hits: Sequence[SearchHit] | None = None) -> Ranked:
+    """Stage 3: restart distribution, ranker, fusion with the text score, text floor, node scores and
+    ranks, top k.
 
+    Text candidates that joined only for the floor (:func:`floor_only_ids`) take no part in the walk or
+    the fusion: they enter the list last and the floor moves them up. The restart reads ``restart_hits``
+    when given (the search blended with anchor text, ``anchor_restart_weight``), else ``query_hits``; the
+    fusion and the floor always read ``query_hits``.
     ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
     final (fused) score.
     """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
-    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive]
-    p = restart_distribution(settings, seeds, pruning.alive, rank_ids, query_hits, warnings)
+    floor_only = floor_only_ids(expansion.text_ids, query_hits, settings)
+    held_out = set(floor_only)
+    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive and n not in held_out]
+    p = restart_distribution(settings, seeds, pruning.alive, rank_ids,
+                             query_hits if restart_hits is None else restart_hits, warnings)
     if seeds and not rank_ids:
         warnings.append(ALL_PRUNED_WARNING)
-    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges if e.kept])
+    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges
+                                      if e.kept and e.citing not in held_out and e.cited not in held_out])
     ranking = run_ranker(settings.ranker, wgraph, p, settings) if rank_ids else RankingResult(settings.ranker, {})
     if rank_ids and not ranking.converged:
         warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
                         f"(residual {ranking.residual:.2e})")
     scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
-    ranked = rank_order(scores, seeds, rank_ids)
+    tail = [(n, 0.0) for n in floor_only if n in pruning.alive]  # placed by the floor alone
+    ranked = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
+    scores = {**scores, **dict(ranked)}
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in pruning.nodes:
         if node.kept:

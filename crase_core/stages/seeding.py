@@ -52,6 +52,13 @@ class Seeding:
     coverage: QueryCoverage | None = None  # how much the corpus has on the query (None: the source cannot say)
     library: UserLibrary | None = None  # the user's papers, when :class:`LibrarySeeding` ran
     feedback: list[str] = field(default_factory=list)  # the full-query search's feedback terms (feedback_docs)
+    #: the walk's restart list when it differs from ``query_hits`` (anchor_restart_weight); None: query_hits
+    restart_hits: list[SearchHit] | None = None
+
+    @property
+    def walk_hits(self) -> list[SearchHit]:
+        """The full-query ranking the walk restarts from: ``restart_hits`` when set, else ``query_hits``."""
+        return self.restart_hits if self.restart_hits is not None else self.query_hits
 
 
 class SeedingStage(Protocol):
@@ -63,21 +70,36 @@ class SeedingStage(Protocol):
 
 def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettings,
                  progress: ProgressFn | None = None) -> Seeding:
-    """One search of ``settings.search_limit`` results per sub-query; up to m seeds from each."""
+    """One search of ``settings.search_limit`` results per sub-query; up to m seeds from each. With
+    ``query_seeds`` r > 0 also the full question's own search, whose top r join the seeds
+    (:func:`add_query_seeds`; :func:`search_full_query` reuses that search)."""
     searched: list[tuple[str, list[ScoredPaper]]] = []
     for i, sq in enumerate(plan.subqueries):
         emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
         searched.append((sq, list(source.search(sq, settings.search_limit))))
     seeds, subquery_results = build_seed_set(plan.subqueries, [r for _, r in searched], settings.m)
-    return Seeding(seeds, subquery_results, searched, search_calls=len(searched))
+    seeding = Seeding(seeds, subquery_results, searched, search_calls=len(searched))
+    if settings.query_seeds > 0 and plan.query:
+        same = [results for sq, results in searched if sq == plan.query]
+        if same:
+            results = same[0]
+        else:
+            results = list(source.search(plan.query, settings.search_limit))
+            searched.append((plan.query, results))
+            seeding.search_calls += 1
+        add_query_seeds(plan.query, rank_hits(results), seeding, settings.query_seeds)
+    return seeding
 
 
 def search_full_query(query: str, seeding: Seeding, source: PaperSource, settings: PipelineSettings) -> Seeding:
     """Fill in ``seeding``'s full-query search when the settings use it (query restart, text candidates).
 
-    The full query's search is reused when it already was a sub-query.
+    The full query's search is reused when the seeding stage already made it (a sub-query, or the
+    hybrid seeds' search). With ``anchor_restart_weight`` the walk restarts from the search blended
+    with anchor text (``Seeding.restart_hits``) while the text candidates and the final fusion keep
+    ``query_hits``.
     """
-    if settings.personalization != "query" and settings.text_candidates <= 0:
+    if settings.personalization != "query" and settings.text_candidates <= 0 and settings.text_floor <= 0:
         return seeding
     same = [results for sq, results in seeding.searched if sq == query]
     if same:
@@ -88,10 +110,37 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     if settings.feedback_docs > 0 and results:
         results = with_feedback(query, results, source, settings, seeding)
     if settings.anchor_weight > 0:
-        results = with_anchor_text(query, results, source, settings)
+        results = with_anchor_text(query, results, source, settings.anchor_weight, settings.search_limit)
     seeding.query_hits = rank_hits(results)
     seeding.query_papers = {r.paper.id: r.paper for r in results}
+    if settings.anchor_restart_weight > 0:
+        blended = with_anchor_text(query, results, source, settings.anchor_restart_weight, settings.search_limit)
+        if blended is not results:
+            seeding.restart_hits = rank_hits(blended)
+            seeding.query_papers.update({r.paper.id: r.paper for r in blended})
     return seeding
+
+
+def add_query_seeds(query: str, hits: Sequence[SearchHit], seeding: Seeding, r: int) -> None:
+    """Hybrid seed selection: the full question's own top ``r`` hits by relevance join the seeds.
+
+    They are recorded as one more search row of the plan (index = number of sub-queries, the question
+    itself as its text, t = r) so that the Seeds page and each seed's reason show where they came from;
+    a paper the sub-queries already chose keeps its origins and gains this one. New seeds come after
+    the sub-queries' seeds, in relevance order. Mutates ``seeding``.
+    """
+    index = len(seeding.subquery_results)
+    chosen = list(hits[:r])
+    by_id = {s.paper_id: s for s in seeding.seeds}
+    for h in chosen:
+        origin = SeedOrigin(index, query, h.relevance_rank, h.recency_rank, len(chosen))
+        if h.paper_id in by_id:
+            by_id[h.paper_id].origins.append(origin)
+        else:
+            by_id[h.paper_id] = Seed(h.paper_id, [origin])
+            seeding.seeds.append(by_id[h.paper_id])
+    seeding.subquery_results.append(SubQueryResult(index, query, list(hits), [h.paper_id for h in chosen],
+                                                   len(chosen)))
 
 
 def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, settings: PipelineSettings,
@@ -111,21 +160,21 @@ def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, s
     return interpolate(results, expansion, settings.feedback_weight, settings.search_limit)
 
 
-def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource,
-                     settings: PipelineSettings) -> list[ScoredPaper]:
-    """``results`` blended (weight ``anchor_weight``) with the anchor-text ranking of the visible corpus
-    (:mod:`crase_core.anchor`); unchanged for a source without a local corpus and index."""
+def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource, weight: float,
+                     limit: int) -> list[ScoredPaper]:
+    """``results`` blended (``weight``) with the anchor-text ranking of the visible corpus, at most
+    ``limit`` (:mod:`crase_core.anchor`); ``results`` itself for a source without a local corpus and index."""
     corpus, index = getattr(source, "corpus", None), getattr(source, "text_index", None)
     visible = getattr(source, "visible", None)
     if corpus is None or index is None or visible is None:
         return results
     a = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible)
     hits = np.flatnonzero(a > 0)
-    if hits.size > settings.search_limit:
-        hits = hits[np.argpartition(-a[hits], settings.search_limit - 1)[: settings.search_limit]]
+    if hits.size > limit:
+        hits = hits[np.argpartition(-a[hits], limit - 1)[:limit]]
     ranked = sorted(hits.tolist(), key=lambda i: -float(a[i]))
     anchors = [ScoredPaper(corpus.papers[i], float(a[i])) for i in ranked]
-    return interpolate(results, anchors, settings.anchor_weight, settings.search_limit)
+    return interpolate(results, anchors, weight, limit)
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
