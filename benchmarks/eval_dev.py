@@ -116,6 +116,13 @@ RUNS: dict[str, Run] = {
            ("mu-0.55-kappa-0.5", 5, 0.55, 0.5, {}), ("mu-0.55-kappa-0.75", 5, 0.55, 0.75, {}),
            ("qs3-kappa-0.5", 3, 0.5, 0.5, {}), ("qs10-kappa-0.5", 10, 0.5, 0.5, {}),
            ("kappa-0.5-anchor-restart-0.1", 5, 0.5, 0.5, {"anchor_restart_weight": 0.1}))},
+    # the preset's text-side parts on the default's stages (planning L 5 and pruning θ 0.75 kept)
+    "hybrid-keep-stages": Run("crase", {"query_seeds": 5, "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
+                              "hybrid seeds 5 and μ(q) = clip(0.5 + 0.35·(g − ½)) with planning (L 5) and "
+                              "pruning (θ 0.75) as the default"),
+    "hybrid-keep-planning": Run("crase", {"theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
+                                          "text_rank_confidence": 0.35},
+                                "--preset hybrid with planning kept (L 5)"),
     "hybrid-L5-kappa-0.5": Run("crase", {"L": 5, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
                                               "text_rank_confidence": 0.5},
                                     "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
