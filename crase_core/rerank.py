@@ -3,8 +3,10 @@
 The kept nodes, kept edges with their weights, the restart distribution
 (kept seeds, the run's ``personalization`` mode) and the fusion with the
 full-query text score (the run's ``fusion`` settings) are read from the trace,
-so ``rerank(trace, trace.settings.ranker)`` reproduces the run's own order.
-Pure function of the trace.
+so ``rerank(trace, trace.settings.ranker)`` reproduces the run's own order,
+text floor (``text_floor``) included. A run with anchor text in the restart
+(``anchor_restart_weight``) is re-ranked with the plain search's restart: the
+trace does not keep the blended list. Pure function of the trace.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from dataclasses import dataclass
 from .rankers import get_ranker, ranker_names
 from .ranking import WeightedGraph
 from .records import RankingResult
-from .stages.ranking import final_scores, rank_order, restart_distribution, run_ranker
+from .stages.ranking import (
+    final_scores,
+    floor_only_ids,
+    rank_order,
+    restart_distribution,
+    run_ranker,
+    text_floor,
+)
 from .trace import RunTrace
 
 
@@ -30,15 +39,21 @@ class Reranked:
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
     """Rank ``trace``'s kept graph with ``ranker`` (a name in :data:`crase_core.rankers.REGISTRY`)."""
     get_ranker(ranker)  # an unknown name fails here, before anything else
-    kept = [n.paper.id for n in trace.nodes if n.kept]
-    if not kept:
+    settings = trace.settings
+    alive = {n.paper.id for n in trace.nodes if n.kept}
+    # text candidates that joined V only for the floor stay out of the walk and the fusion (as in stage 3)
+    floor_only = floor_only_ids([n.paper.id for n in trace.nodes if n.role == "text"], trace.query_hits, settings)
+    held_out = set(floor_only)
+    kept = [n.paper.id for n in trace.nodes if n.kept and n.paper.id not in held_out]
+    if not alive:
         return Reranked(ranker, RankingResult(ranker, {}), {})
-    alive = set(kept)
-    p = restart_distribution(trace.settings, trace.seeds, alive, kept, trace.query_hits)
-    graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges if e.kept])
-    result = run_ranker(ranker, graph, p, trace.settings)
-    scores = final_scores(trace.settings, result.scores, trace.seeds, kept, trace.query_hits)
-    order = rank_order(scores, trace.seeds, kept)
+    p = restart_distribution(settings, trace.seeds, alive, kept, trace.query_hits)
+    graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges
+                                 if e.kept and e.citing not in held_out and e.cited not in held_out])
+    result = run_ranker(ranker, graph, p, settings) if kept else RankingResult(ranker, {})
+    scores = final_scores(settings, result.scores, trace.seeds, kept, trace.query_hits)
+    tail = [(n, 0.0) for n in floor_only if n in alive]
+    order = text_floor(rank_order(scores, trace.seeds, kept) + tail, trace.query_hits, settings.text_floor, settings.k)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

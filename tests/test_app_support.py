@@ -207,6 +207,21 @@ def test_rerank_reproduces_the_run_and_covers_every_ranker(budget_then_trace):
         rerank(trace, "nope")
 
 
+def test_rerank_reproduces_a_run_with_a_text_floor(hepth_engine):
+    """A floor beyond the text candidates: the floor-only papers stay out of the walk and the floor places
+    them, in the run and in its re-ranking alike."""
+    from crase_core.pipeline import run_query
+    from crase_core.settings import PipelineSettings
+
+    trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine,
+                      PipelineSettings(text_candidates=2, text_floor=8, k=10))
+    text = [n.paper.id for n in trace.nodes if n.role == "text" and n.kept]
+    assert len(text) > 2  # some joined only for the floor
+    same = rerank(trace, trace.settings.ranker)
+    assert same.result.scores == trace.ranking.scores
+    assert {n.paper.id: n.rank for n in trace.nodes if n.kept} == same.ranks
+
+
 def test_rerank_on_real_hepth_run_matches(hepth_engine):
     from crase_core.pipeline import run_query
     from crase_core.settings import PipelineSettings
