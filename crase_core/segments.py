@@ -55,6 +55,7 @@ from . import corpus_store as cs
 from .corpus import Corpus
 from .npy_folder import map_npy, read_meta
 from .records import Paper
+from .sorted_keys import KeyLookup
 from .textindex import PostingsBuilder, load_postings, save_merged_postings, save_postings
 
 SEGMENT_FORMAT = "crase-corpus-segment"
@@ -213,7 +214,7 @@ class ChainedPapers(Sequence[Paper]):
     __hash__ = None  # type: ignore[assignment]
 
 
-class ChainedIds(Mapping[str, int]):
+class ChainedIds(KeyLookup):
     """paper id → global position over every part's id index (an id is in one part at most)."""
 
     def __init__(self, parts: Sequence[cs.IdIndex], starts: Sequence[int]):
@@ -225,19 +226,6 @@ class ChainedIds(Mapping[str, int]):
             if i is not None:
                 return start + i
         return None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        i = self.lookup(key) if isinstance(key, str) else None
-        return default if i is None else i
-
-    def __getitem__(self, key: str) -> int:
-        i = self.lookup(key) if isinstance(key, str) else None
-        if i is None:
-            raise KeyError(key)
-        return i
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.lookup(key) is not None
 
     def __len__(self) -> int:
         return sum(len(index) for index, _ in self.parts)
@@ -674,8 +662,8 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
 
 
 # ---- finding a chain without the fingerprint memo ------------------------------------------------------
-def _sha256_range(path: Path, start: int, end: int) -> str:
-    h = hashlib.sha256()
+def _hash_range(h: Any, path: Path, start: int, end: int) -> None:
+    """Feed bytes [start, end) of ``path`` to the hash ``h`` (fewer when the file is shorter)."""
     with open(path, "rb") as f:
         f.seek(start)
         left = end - start
@@ -685,6 +673,11 @@ def _sha256_range(path: Path, start: int, end: int) -> str:
                 break
             h.update(block)
             left -= len(block)
+
+
+def _sha256_range(path: Path, start: int, end: int) -> str:
+    h = hashlib.sha256()
+    _hash_range(h, path, start, end)
     return h.hexdigest()
 
 
@@ -711,14 +704,7 @@ def find_chain(folder: Path, paths: Sequence[Path], content_fingerprint: str) ->
             first = metas[0]["source"]
             h = hashlib.sha256()
             for p, end in zip(paths, (first["papers"][0], first["citations"][0]), strict=True):
-                with open(p, "rb") as f:
-                    left = int(end)
-                    while left > 0:
-                        block = f.read(min(left, 1 << 22))
-                        if not block:
-                            break
-                        h.update(block)
-                        left -= len(block)
+                _hash_range(h, p, 0, int(end))
             parent = h.hexdigest()[:16]
             if parent != meta["base_fingerprint"]:
                 continue

@@ -20,14 +20,12 @@ def find_sorted(keys: np.ndarray, key: str) -> int | None:
     return j if j < keys.size and keys[j:j + 1].tolist() == [b] else None
 
 
-class SortedKeys(Mapping[str, int]):
-    """Mapping over the sorted array ``keys``; subclasses say what a found position maps to (:meth:`lookup`)."""
-
-    def __init__(self, keys: np.ndarray):
-        self.keys_array = keys
+class KeyLookup(Mapping[str, int]):
+    """A read-only ``str → int`` mapping defined by :meth:`lookup` (None when absent), :meth:`__len__` and
+    :meth:`__iter__`; non-str keys are absent."""
 
     def lookup(self, key: str) -> int | None:
-        return find_sorted(self.keys_array, key)
+        raise NotImplementedError
 
     def get(self, key: str, default: Any = None) -> Any:
         i = self.lookup(key) if isinstance(key, str) else None
@@ -41,6 +39,16 @@ class SortedKeys(Mapping[str, int]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.lookup(key) is not None
+
+
+class SortedKeys(KeyLookup):
+    """Mapping over the sorted array ``keys``; subclasses say what a found position maps to (:meth:`lookup`)."""
+
+    def __init__(self, keys: np.ndarray):
+        self.keys_array = keys
+
+    def lookup(self, key: str) -> int | None:
+        return find_sorted(self.keys_array, key)
 
     def __len__(self) -> int:
         return int(self.keys_array.size)
