@@ -9,7 +9,8 @@ from crase_app.display import md_escape
 from crase_app.shared import trace_page
 
 trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
-            "recency ranking. Stage 2 decides its fate: ✓ kept (some edge survives) or ✗ pruned (every edge has Δ ≤ τ).")
+            "recency ranking (with question seeds on, the question's own top r by relevance join them). Stage 2 "
+            "decides its fate: ✓ kept (some edge survives) or ✗ pruned (every edge has Δ ≤ τ).")
 
 plan = trace.plan
 kept = sum(1 for s in trace.seeds if s.fate == "kept")
@@ -41,16 +42,22 @@ for sqr in trace.subquery_results:
             "year": p.year if p else None,
             "relevance rank": origin.relevance_rank if origin else None,
             "recency rank": origin.recency_rank if origin else None,
-            "also from sub-queries": ", ".join(str(o.subquery_index + 1) for o in s.origins
+            "also from sub-queries": ", ".join("the question" if o.kind == "question" else str(o.subquery_index + 1)
+                                               for o in s.origins
                                                if o.subquery_index != sqr.index and o.kind != "library")
             + (" · in your library" if any(o.kind == "library" for o in s.origins) else "") if s else "",
             "reason": s.fate_reason if s else "",
             "id": pid,
         })
     n_kept = sum(r["fate"] == "✓" for r in rows)
-    st.markdown(f"#### ρ{sqr.index + 1} “{md_escape(sqr.subquery)}”")
-    st.caption(f"{len(sqr.hits)} search hits · t = {sqr.t} · {len(rows)} seeds: {n_kept} ✓ kept, "
-               f"{len(rows) - n_kept} ✗ pruned")
+    if sqr.index >= len(plan.subqueries):  # the question's own search (query_seeds): not a sub-query of the plan
+        st.markdown(f"#### The question itself “{md_escape(sqr.subquery)}”")
+        st.caption(f"{len(sqr.hits)} search hits · its top {sqr.t} by relevance are seeds (question seeds) · "
+                   f"{len(rows)} seeds: {n_kept} ✓ kept, {len(rows) - n_kept} ✗ pruned")
+    else:
+        st.markdown(f"#### ρ{sqr.index + 1} “{md_escape(sqr.subquery)}”")
+        st.caption(f"{len(sqr.hits)} search hits · t = {sqr.t} · {len(rows)} seeds: {n_kept} ✓ kept, "
+                   f"{len(rows) - n_kept} ✗ pruned")
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                      column_config={"fate": st.column_config.TextColumn("fate", width="small"),
@@ -77,8 +84,8 @@ if library is not None:
             "from": item.label,
             "title": p.title if p else ("not in this source" if item.paper_id is None else item.paper_id),
             "year": p.year if p else None,
-            "also from sub-queries": ", ".join(str(o.subquery_index + 1) for o in s.origins if o.kind != "library")
-            if s else "",
+            "also from sub-queries": ", ".join("the question" if o.kind == "question" else str(o.subquery_index + 1)
+                                               for o in s.origins if o.kind != "library") if s else "",
             "reason": s.fate_reason if s else ("not in this source" if item.paper_id is None else "not a seed"),
             "id": item.paper_id or "",
         })

@@ -40,6 +40,7 @@ from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import BuildStep, build_engine
 from crase_core.trace import RunTrace
+from crase_core.trails import origin_text
 
 if TYPE_CHECKING:  # pandas and altair are imported where a table or chart is drawn, not on the Search page
     import altair as alt
@@ -563,8 +564,7 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
     if seed:
         st.markdown(f"**Seed fate:** {'✓' if seed.fate == 'kept' else '✗'} {md_escape(seed.fate_reason)}")
         for o in seed.origins:
-            st.markdown(f"- sub-query {o.subquery_index + 1} “{md_escape(o.subquery)}” — relevance #{o.relevance_rank}, "
-                        f"recency #{o.recency_rank} (t = {o.t})")
+            st.markdown(f"- {md_escape(origin_text(o))}" + ("" if o.kind == "library" else f" (t = {o.t})"))
     if not n.kept:
         st.markdown(f"**Pruned:** {md_escape(n.prune_reason)}")
     result = next((r for r in trace.results if r.paper_id == pid), None)

@@ -25,6 +25,7 @@ from .library import paper_link
 from .records import EdgeRecord
 from .resources import graph_component_dir
 from .trace import RunTrace
+from .trails import origin_text
 
 ROLE_COLOURS = {"seed_kept": "#2a9d8f", "seed_pruned": "#e76f51", "expanded": "#4f6d9a",
                 "expanded_pruned": "#b8bfca", "text": "#9b6bb5"}
@@ -145,9 +146,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
             "in_library": n.in_library,
             "seed": None if s is None else {
                 "fate": s.fate, "reason": s.fate_reason,
-                "origins": [("your library" if o.kind == "library" else
-                             f"sub-query {o.subquery_index + 1} “{o.subquery}” (relevance #{o.relevance_rank}, "
-                             f"recency #{o.recency_rank})") for o in s.origins]},
+                "origins": [origin_text(o) for o in s.origins]},
             "reason": r.reason if r else "",
         }
     edges = [{"from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),

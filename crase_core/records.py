@@ -115,7 +115,9 @@ class SeedOrigin:
     relevance_rank: int
     recency_rank: int
     t: int  # the smallest t that yielded the sub-query's m seeds
-    kind: Literal["search", "library"] = "search"  # library: the user named this paper (subquery_index -1)
+    # library: the user named this paper (subquery_index -1); question: the full question's own search
+    # (query_seeds), recorded as the search row after the sub-queries'
+    kind: Literal["search", "library", "question"] = "search"
 
 
 @dataclass

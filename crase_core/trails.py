@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from .records import EdgeRecord, Seed, TrailStep
+from .records import EdgeRecord, Seed, SeedOrigin, TrailStep
 
 BACKWARD_PENALTY = math.log(4.0)
 
@@ -70,6 +70,15 @@ def best_trails(seeds: Sequence[str], edges: Iterable[EdgeRecord]) -> dict[str, 
 RESTART_ONLY_REASON = "reached only through restarts (no path from a kept seed)"
 
 
+def origin_text(o: SeedOrigin) -> str:
+    """Where one seed origin comes from, in words: a sub-query (ρ number and text), the question's own
+    search, or the user's library; with the ranks there."""
+    if o.kind == "library":
+        return "your library"
+    where = "the question's own search" if o.kind == "question" else f"sub-query {o.subquery_index + 1} “{o.subquery}”"
+    return f"{where} (relevance #{o.relevance_rank}, recency #{o.recency_rank})"
+
+
 def seed_reason(seed: Seed) -> str:
     """A seed's reason: the sub-query that ranked it best, with its two ranks there (or: the user's library)."""
     searched = [o for o in seed.origins if o.kind != "library"]
@@ -79,7 +88,7 @@ def seed_reason(seed: Seed) -> str:
     extra = f" (+{len(searched) - 1} more sub-queries)" if len(searched) > 1 else ""
     if len(searched) < len(seed.origins):
         extra += "; also in your library"
-    return f"seed from sub-query {o.subquery_index + 1} “{o.subquery}” (relevance #{o.relevance_rank}, recency #{o.recency_rank}){extra}"
+    return f"seed from {origin_text(o)}{extra}"
 
 
 def trail_reason(trail: Sequence[TrailStep], titles: Mapping[str, str]) -> str:

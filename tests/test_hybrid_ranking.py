@@ -14,6 +14,7 @@ from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQuery
 from crase_core.settings import PipelineSettings
 from crase_core.stages.ranking import final_scores, search_confidence, search_rank_weight, text_floor
 from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds
+from crase_core.trails import seed_reason
 
 
 def hit(pid: str, score: float, rank: int, recency: int | None = None) -> SearchHit:
@@ -29,8 +30,10 @@ def test_query_seeds_add_the_full_questions_top_r_as_one_more_search_row():
     hits = [hit("b", 9.0, 1, 4), hit("a", 8.0, 2, 1), hit("c", 7.0, 3, 2), hit("d", 6.0, 4, 3)]
     add_query_seeds("the question", hits, seeding, 3)
     assert [s.paper_id for s in seeding.seeds] == ["a", "b", "c"]
-    assert a.origins[1] == SeedOrigin(1, "the question", 2, 1, 3)
-    assert seeding.seeds[1].origins == [SeedOrigin(1, "the question", 1, 4, 3)]
+    assert a.origins[1] == SeedOrigin(1, "the question", 2, 1, 3, kind="question")
+    assert seeding.seeds[1].origins == [SeedOrigin(1, "the question", 1, 4, 3, kind="question")]
+    # its reason names the question's own search, not a sub-query of the plan
+    assert seed_reason(seeding.seeds[1]) == "seed from the question's own search (relevance #1, recency #4)"
     row = seeding.subquery_results[1]
     assert (row.index, row.subquery, row.seed_ids, row.t, len(row.hits)) == (1, "the question", ["b", "a", "c"], 3, 4)
 

@@ -133,7 +133,7 @@ def add_query_seeds(query: str, hits: Sequence[SearchHit], seeding: Seeding, r: 
     chosen = list(hits[:r])
     by_id = {s.paper_id: s for s in seeding.seeds}
     for h in chosen:
-        origin = SeedOrigin(index, query, h.relevance_rank, h.recency_rank, len(chosen))
+        origin = SeedOrigin(index, query, h.relevance_rank, h.recency_rank, len(chosen), kind="question")
         if h.paper_id in by_id:
             by_id[h.paper_id].origins.append(origin)
         else:
