@@ -125,6 +125,19 @@ class IdIndex(SortedKeys):
         self._seen[key] = pos
         return pos
 
+    def positions(self, keys: np.ndarray) -> np.ndarray:
+        """int64 position of each key of the ``S`` array ``keys`` (−1 where it is no id): one vectorised
+        binary search, nothing built over the whole index."""
+        ids, out = self.keys_array, np.full(keys.size, -1, dtype=np.int64)
+        if not keys.size or not ids.size:
+            return out
+        w = ids.dtype.itemsize
+        k = keys if keys.dtype.itemsize == w else keys.astype(f"S{w}")  # a longer key never matches (below)
+        j = np.minimum(np.searchsorted(ids, k), ids.size - 1)
+        found = (ids[j] == k) & (np.char.str_len(keys) <= w)
+        out[found] = np.asarray(self._order)[j[found]]
+        return out
+
 
 @dataclass
 class _Columns:

@@ -218,7 +218,7 @@ class ChainedIds(KeyLookup):
     """paper id → global position over every part's id index (an id is in one part at most)."""
 
     def __init__(self, parts: Sequence[cs.IdIndex], starts: Sequence[int]):
-        self.parts = list(zip(parts, starts, strict=True))
+        self.parts = list(zip(parts, (int(s) for s in starts), strict=True))
 
     def lookup(self, key: str) -> int | None:
         for index, start in self.parts:
@@ -226,6 +226,15 @@ class ChainedIds(KeyLookup):
             if i is not None:
                 return start + i
         return None
+
+    def positions(self, keys: np.ndarray) -> np.ndarray:
+        """Global int64 position of each key of the ``S`` array ``keys`` (−1 where it is no id), vectorised."""
+        out = np.full(keys.size, -1, dtype=np.int64)
+        for index, start in self.parts:
+            local = index.positions(keys)
+            found = (local >= 0) & (out < 0)
+            out[found] = local[found] + start
+        return out
 
     def __len__(self) -> int:
         return sum(len(index) for index, _ in self.parts)
@@ -425,33 +434,6 @@ def _edge_keys(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
 
 
 # ---- appending: one new segment ------------------------------------------------------------------------
-class ChainIds:
-    """Global positions of ids (an ``S`` array, vectorised) over sorted id arrays of several parts,
-    by binary search in each (no hash of the whole corpus is built); ``get`` for one id."""
-
-    def __init__(self, parts: Sequence[tuple[np.ndarray, np.ndarray, int]]):
-        self.parts = [(np.asarray(s), np.asarray(o), int(start)) for s, o, start in parts if s.size]
-
-    def positions(self, keys: np.ndarray) -> np.ndarray:
-        out = np.full(keys.size, -1, dtype=np.int64)
-        if not keys.size:
-            return out
-        lens = np.char.str_len(keys)
-        for ids, order, start in self.parts:
-            w = ids.dtype.itemsize
-            k = keys if keys.dtype.itemsize == w else keys.astype(f"S{w}")  # a longer key never matches (lens)
-            j = np.minimum(np.searchsorted(ids, k), ids.size - 1)
-            found = (ids[j] == k) & (lens <= w) & (out < 0)
-            out[found] = order[j[found]] + start
-        return out
-
-    def get(self, key: str) -> int | None:
-        if "\x00" in key:
-            return None
-        pos = int(self.positions(cs._s_array([key]))[0])
-        return None if pos < 0 else pos
-
-
 def _csr_has(indptr: np.ndarray, indices: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """For each (u, v): whether v is in row u of the CSR structure (columns ascending within a row):
     a vectorised binary search in every row at once."""
@@ -491,9 +473,10 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
     pending citation lines; no existing file is read whole or written."""
     chain = load_chain(corpus)
     n_old = len(corpus)
-    old_parts = [(np.asarray(cs._map_one(chain.base_path, "ids_sorted")), np.asarray(cs._map_one(chain.base_path, "id_order")), 0)]
-    old_parts += [(s.arrays["ids_sorted"], s.arrays["id_order"], int(s.meta["first"])) for s in chain.segments]
-    old_ids = ChainIds(old_parts)
+    old_parts = [cs.IdIndex(cs._map_one(chain.base_path, "ids_sorted"), cs._map_one(chain.base_path, "id_order"))]
+    old_parts += [cs.IdIndex(s.arrays["ids_sorted"], s.arrays["id_order"]) for s in chain.segments]
+    old_starts = [0, *(int(s.meta["first"]) for s in chain.segments)]
+    old_ids = ChainedIds(old_parts, old_starts)
     batch_ids = cs._s_array([pid for c in chunks for pid in c.ids])
     known = {pid for pid, pos in zip(batch_ids.tolist(), old_ids.positions(batch_ids).tolist(), strict=True) if pos >= 0}
     known_ids = {b.decode("utf-8", "surrogatepass") for b in known}
@@ -508,7 +491,7 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
         n_new = len(sink.index)
         n = n_old + n_new
         id_arrays = cs._id_arrays(cs._s_array(list(sink.index)))
-        ids = ChainIds([*old_parts, (id_arrays["ids_sorted"], id_arrays["id_order"], n_old)])
+        ids = ChainedIds([*old_parts, cs.IdIndex(id_arrays["ids_sorted"], id_arrays["id_order"])], [*old_starts, n_old])
         if new_citations is not None:
             edges = cs._read_citations(new_citations, ids.get, ids)
         else:
