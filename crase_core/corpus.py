@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -145,13 +146,28 @@ def _find(directory: Path, stem: str) -> Path:
     raise CorpusError(f"{directory} has no {stem} or {stem}.gz (a corpus folder holds papers.jsonl and citations.tsv)")
 
 
-def _fingerprint(paths: list[Path]) -> str:
+def hash_range(h: Any, path: Path, start: int = 0, end: int | None = None) -> None:
+    """Feed bytes [start, end) of ``path`` (to its end when ``end`` is None; fewer when the file is
+    shorter) to the hash ``h``, a block at a time."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = None if end is None else end - start
+        while left is None or left > 0:
+            block = f.read(1 << 22 if left is None else min(left, 1 << 22))
+            if not block:
+                break
+            h.update(block)
+            if left is not None:
+                left -= len(block)
+
+
+def _fingerprint(paths: Sequence[Path], ends: Sequence[int] | None = None) -> str:
+    """The content fingerprint of the corpus files ``paths`` (of each file's first ``ends[i]`` bytes when
+    given: the files as they were before an append)."""
     h = hashlib.sha256()
-    for p in paths:
+    for i, p in enumerate(paths):
         try:
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
+            hash_range(h, p, 0, None if ends is None else int(ends[i]))
         except OSError as e:
             raise CorpusError(f"cannot read {p}: {e.strerror or e}") from None
     return h.hexdigest()[:16]

@@ -52,7 +52,8 @@ import scipy.sparse as sp
 
 from . import atomic
 from . import corpus_store as cs
-from .corpus import Corpus
+from .corpus import Corpus, _fingerprint, hash_range
+from .errors import CorpusError
 from .npy_folder import map_npy, read_meta
 from .records import Paper
 from .sorted_keys import KeyLookup
@@ -645,22 +646,9 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
 
 
 # ---- finding a chain without the fingerprint memo ------------------------------------------------------
-def _hash_range(h: Any, path: Path, start: int, end: int) -> None:
-    """Feed bytes [start, end) of ``path`` to the hash ``h`` (fewer when the file is shorter)."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            block = f.read(min(left, 1 << 22))
-            if not block:
-                break
-            h.update(block)
-            left -= len(block)
-
-
 def _sha256_range(path: Path, start: int, end: int) -> str:
     h = hashlib.sha256()
-    _hash_range(h, path, start, end)
+    hash_range(h, path, start, end)
     return h.hexdigest()
 
 
@@ -685,10 +673,7 @@ def find_chain(folder: Path, paths: Sequence[Path], content_fingerprint: str) ->
             metas = [read_meta(root / c, SEGMENT_FORMAT, SEGMENT_VERSION, "a corpus segment") for c in meta["chain"]]
             metas.append(meta)
             first = metas[0]["source"]
-            h = hashlib.sha256()
-            for p, end in zip(paths, (first["papers"][0], first["citations"][0]), strict=True):
-                _hash_range(h, p, 0, int(end))
-            parent = h.hexdigest()[:16]
+            parent = _fingerprint(paths, (first["papers"][0], first["citations"][0]))
             if parent != meta["base_fingerprint"]:
                 continue
             for m in metas:
@@ -701,6 +686,6 @@ def find_chain(folder: Path, paths: Sequence[Path], content_fingerprint: str) ->
                     break
             else:
                 return parent, cand
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, CorpusError, ValueError, KeyError, TypeError, IndexError):
             continue
     return None
