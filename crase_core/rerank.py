@@ -14,16 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .rankers import get_ranker, ranker_names
-from .ranking import WeightedGraph
 from .records import RankingResult
-from .stages.ranking import (
-    final_scores,
-    floor_only_ids,
-    rank_order,
-    restart_distribution,
-    run_ranker,
-    text_floor,
-)
+from .stages.ranking import rank_graph
 from .trace import RunTrace
 
 
@@ -39,21 +31,13 @@ class Reranked:
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
     """Rank ``trace``'s kept graph with ``ranker`` (a name in :data:`crase_core.rankers.REGISTRY`)."""
     get_ranker(ranker)  # an unknown name fails here, before anything else
-    settings = trace.settings
     alive = {n.paper.id for n in trace.nodes if n.kept}
-    # text candidates that joined V only for the floor stay out of the walk and the fusion (as in stage 3)
-    floor_only = floor_only_ids([n.paper.id for n in trace.nodes if n.role == "text"], trace.query_hits, settings)
-    held_out = set(floor_only)
-    kept = [n.paper.id for n in trace.nodes if n.kept and n.paper.id not in held_out]
     if not alive:
         return Reranked(ranker, RankingResult(ranker, {}), {})
-    p = restart_distribution(settings, trace.seeds, alive, kept, trace.query_hits)
-    graph = WeightedGraph(kept, [(e.citing, e.cited, e.weight) for e in trace.edges
-                                 if e.kept and e.citing not in held_out and e.cited not in held_out])
-    result = run_ranker(ranker, graph, p, settings) if kept else RankingResult(ranker, {})
-    scores = final_scores(settings, result.scores, trace.seeds, kept, trace.query_hits)
-    tail = [(n, 0.0) for n in floor_only if n in alive]
-    order = text_floor(rank_order(scores, trace.seeds, kept) + tail, trace.query_hits, settings.text_floor, settings.k)
+    result, _, order = rank_graph(ranker, [n.paper.id for n in trace.nodes], alive,
+                                  [n.paper.id for n in trace.nodes if n.role == "text"],
+                                  ((e.citing, e.cited, e.weight) for e in trace.edges if e.kept), trace.seeds,
+                                  trace.query_hits, trace.settings)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

@@ -1,13 +1,13 @@
 """Stage 3: rank the pruned graph (paper Eq. 6) from a restart distribution, fuse the walk with the
 full-query text score (``fusion``), then explain the top k.
 
-The ranker is called in one place, :func:`run_ranker` (``crase_core.rerank`` uses it too); the fusion
-is one pure function, :func:`fuse_scores`.
+The ranker is called in one place, :func:`run_ranker`, and a pruned graph is ranked in one place,
+:func:`rank_graph` (the pipeline and ``crase_core.rerank``); the fusion is one pure function, :func:`fuse_scores`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .. import rankers
@@ -64,7 +64,7 @@ def restart_distribution(settings: PipelineSettings, seeds: Sequence[Seed], aliv
 
     ``query``: :func:`query_restart_vector`, falling back to the kept seeds; otherwise
     :func:`personalization_vector`; uniform over ``rank_ids`` when all of that is empty.
-    Fallbacks are explained in ``warnings``. Pure; :mod:`crase_core.rerank` reuses it.
+    Fallbacks are explained in ``warnings``. Pure.
     """
     notes = warnings if warnings is not None else []
     if settings.personalization == "query":
@@ -263,37 +263,49 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
     return results
 
 
+def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: Sequence[str],
+               kept_edges: Iterable[tuple[str, str, float]], seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
+               settings: PipelineSettings, restart_hits: Sequence[SearchHit] | None = None,
+               warnings: list[str] | None = None) -> tuple[RankingResult, dict[str, float], list[tuple[str, float]]]:
+    """Stage 3's ranking of a pruned graph with ``ranker``: (the ranker's own result, the fused scores, the
+    final order with the text floor applied). ``node_ids`` in V's order, ``alive`` the kept nodes,
+    ``text_ids`` the text candidates, ``kept_edges`` (citing, cited, weight). Text candidates that joined only
+    for the floor (:func:`floor_only_ids`) take no part in the walk or the fusion: they enter the list last
+    and the floor moves them up. The restart reads ``restart_hits`` when given, else ``query_hits``; the
+    fusion and the floor always read ``query_hits``. Why the walk restarted where it did, an empty graph
+    and a walk that did not converge are said in ``warnings``. Pure; :mod:`crase_core.rerank` reuses it."""
+    notes = warnings if warnings is not None else []
+    floor_only = floor_only_ids(text_ids, query_hits, settings)
+    held_out = set(floor_only)
+    rank_ids = [n for n in node_ids if n in alive and n not in held_out]
+    p = restart_distribution(settings, seeds, alive, rank_ids, query_hits if restart_hits is None else restart_hits,
+                             notes)
+    if seeds and not rank_ids:
+        notes.append(ALL_PRUNED_WARNING)
+    wgraph = WeightedGraph(rank_ids, [(u, v, w) for u, v, w in kept_edges if u not in held_out and v not in held_out])
+    ranking = run_ranker(ranker, wgraph, p, settings) if rank_ids else RankingResult(ranker, {})
+    if rank_ids and not ranking.converged:
+        notes.append(f"{ranker} did not converge in {settings.max_iter} iterations (residual {ranking.residual:.2e})")
+    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
+    tail = [(n, 0.0) for n in floor_only if n in alive]  # placed by the floor alone
+    order = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
+    return ranking, scores, order
+
+
 def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                 settings: PipelineSettings, progress: ProgressFn | None = None,
                 restart_hits: Sequence[SearchHit] | None = None) -> Ranked:
-    """Stage 3: restart distribution, ranker, fusion with the text score, text floor, node scores and
-    ranks, top k.
-
-    Text candidates that joined only for the floor (:func:`floor_only_ids`) take no part in the walk or
-    the fusion: they enter the list last and the floor moves them up. The restart reads ``restart_hits``
-    when given (the search blended with anchor text, ``anchor_restart_weight``), else ``query_hits``; the
-    fusion and the floor always read ``query_hits``.
+    """Stage 3: restart distribution, ranker, fusion with the text score, text floor (:func:`rank_graph`),
+    node scores and ranks, top k. ``restart_hits``: the search blended with anchor text
+    (``anchor_restart_weight``), when the walk restarts from it.
     ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
     final (fused) score.
     """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
-    floor_only = floor_only_ids(expansion.text_ids, query_hits, settings)
-    held_out = set(floor_only)
-    rank_ids = [n for n in expansion.graph.nodes if n in pruning.alive and n not in held_out]
-    p = restart_distribution(settings, seeds, pruning.alive, rank_ids,
-                             query_hits if restart_hits is None else restart_hits, warnings)
-    if seeds and not rank_ids:
-        warnings.append(ALL_PRUNED_WARNING)
-    wgraph = WeightedGraph(rank_ids, [(e.citing, e.cited, e.weight) for e in pruning.edges
-                                      if e.kept and e.citing not in held_out and e.cited not in held_out])
-    ranking = run_ranker(settings.ranker, wgraph, p, settings) if rank_ids else RankingResult(settings.ranker, {})
-    if rank_ids and not ranking.converged:
-        warnings.append(f"{settings.ranker} did not converge in {settings.max_iter} iterations "
-                        f"(residual {ranking.residual:.2e})")
-    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
-    tail = [(n, 0.0) for n in floor_only if n in pruning.alive]  # placed by the floor alone
-    ranked = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
+    ranking, scores, ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, expansion.text_ids,
+                                         ((e.citing, e.cited, e.weight) for e in pruning.edges if e.kept), seeds,
+                                         query_hits, settings, restart_hits, warnings)
     scores = {**scores, **dict(ranked)}
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in pruning.nodes:
