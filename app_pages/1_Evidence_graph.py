@@ -143,6 +143,7 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
     df = pd.DataFrame([{
         "Δ": round(e.delta, 3), "weight": round(e.weight, 4), "decision": "kept" if e.kept else "pruned",
         **({"scorer": edge_scorer(e) or ""} if has_scorer else {}),
+        "threshold": "{} = {:g}".format(*trace.threshold(e)),
         "citing": labels.get(e.citing, e.citing), "cited": labels.get(e.cited, e.cited),
         "citing title": tex_plain(trace.node(e.citing).paper.title),
         "cited title": tex_plain(trace.node(e.cited).paper.title),
@@ -155,6 +156,9 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
                                                  pinned=True),
             "weight": st.column_config.NumberColumn("weight", format="%.4f", width="small", pinned=True),
             "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
+            "threshold": st.column_config.TextColumn(
+                "threshold", width="small", help="The θ this edge's claims were judged at: θ for an edge a "
+                "model scored, θ_lexical for one the offline lexical scorer decided (0 = never pruned)."),
             "citing": st.column_config.TextColumn("citing", width="medium"),
             "cited": st.column_config.TextColumn("cited", width="medium"),
             "citing title": st.column_config.TextColumn("citing title", width="large"),

@@ -22,7 +22,7 @@ from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summariz
 from crase_core.evaluation.metrics import aggregate_rows
 from crase_core.evaluation.report import RunSummary, kind_table, paired_table, write_report
 from crase_core.evaluation.split_half import choose_and_test, halves
-from crase_core.settings import PipelineSettings
+from crase_core.settings import ROUND3_DEFAULTS, PipelineSettings
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
 
@@ -35,16 +35,28 @@ class Run(NamedTuple):
     variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
 
 
+#: round 3's default, the default every run below was measured against until issue 14's round 4 switched the
+#: defaults (docs/benchmarks.md "Chosen default and verdict"): one θ 0.75 for every edge, no question seeds,
+#: μ 0.4 fixed (theta_lexical 0.75, query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs
+#: defined as "that default + X" name these values, so they still run what they ran.
+ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
+
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
-    "crase": Run("crase", {}, "the default configuration"),
-    "previous-default": Run("crase", {"ranker": "ppr", "query_power": 12.0, "fusion": "rrf", "fusion_weight": 0.3},
-                            "the previous default: PPR, γ 12, RRF of the walk with the text score (λ 0.3, k 10)"),
-    "preset-hybrid": Run("crase", {"preset": "hybrid"}, "--preset hybrid, round 4's measured best: L 1, θ 0, "
-                         "hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½))"),
-    "salsa-restart": Run("crase", {"fusion": "restart", "fusion_weight": 0.65},
-                         "SALSA + restart fusion (γ 16, λ 0.65) without the final search-rank fusion"),
-    "ppr": Run("crase", {"ranker": "ppr"}, "the default with PPR instead of SALSA (same fusion)"),
+    "crase": Run("crase", {}, "the default configuration (L 5, θ 0.75 for model-scored edges and θ_lexical 0, "
+                 "hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½)))"),
+    "round3-default": Run("crase", dict(ROUND3), "round 3's default, the default before issue 14's round 4: θ "
+                          "0.75 for every edge, no question seeds, μ 0.4 fixed"),
+    "previous-default": Run("crase", {**ROUND3, "ranker": "ppr", "query_power": 12.0, "fusion": "rrf",
+                                      "fusion_weight": 0.3},
+                            "the default before round 3's: PPR, γ 12, RRF of the walk with the text score (λ 0.3, "
+                            "k 10)"),
+    "preset-hybrid": Run("crase", {"preset": "hybrid"}, "--preset hybrid, round 4's measured best: the default "
+                         "with L 1 (θ_lexical 0, hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½)))"),
+    "salsa-restart": Run("crase", {**ROUND3, "fusion": "restart", "fusion_weight": 0.65},
+                         "SALSA + restart fusion (γ 16, λ 0.65) without the final search-rank fusion (round 3's "
+                         "default otherwise)"),
+    "ppr": Run("crase", {**ROUND3, "ranker": "ppr"}, "round 3's default with PPR instead of SALSA (same fusion)"),
     "bm25": Run("bm25", {}, "BM25 on the query alone"),
     "dense": Run("dense", {}, "all-MiniLM-L6-v2 over the whole visible corpus"),
     "seeds": Run("seeds", {}, "the seed set alone, by best search rank"),
@@ -52,99 +64,111 @@ RUNS: dict[str, Run] = {
     "citations": Run("citations", {}, "in-degree inside the graph"),
     "recency": Run("recency", {}, "newest first"),
     "paper": Run("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
-    # ablations: only the named part changes
-    "no-planning": Run("crase", {"L": 1}, "planning off: one sub-query (the question's rarest content words)"),
-    "no-pruning": Run("crase", {"theta": 0.0}, "pruning off: θ = 0 keeps every edge with Δ = 1"),
-    "tau-0.4": Run("crase", {"tau": 0.4}, "stricter pruning: τ = 0.4"),
-    "theta-0.85": Run("crase", {"theta": 0.85}, "stricter support: θ = 0.85"),
-    "no-recency-weight": Run("crase", {"beta": 0.0}, "recency weighting off: β = 0"),
-    "beta-1": Run("crase", {"beta": 1.0}, "stronger recency weighting: β = 1"),
-    "no-fusion": Run("crase", {"fusion": "none"}, "the walk's score alone (no fusion with the text score)"),
-    "gamma-3": Run("crase", {"query_power": 3.0}, "query-restart exponent γ = 3 (was the default before γ 12)"),
-    "relevance-seeds": Run("crase", {}, "seed selection without recency: top m by relevance", "relevance-seeds"),
-    "phrase-planner": Run("crase", {}, "the corpus-aware phrase planner instead of the keyword planner",
-                          "phrase-planner"),
-    # new ideas (issue 14, round 3)
-    "relevance-seeds-L1-theta0": Run("crase", {"L": 1, "theta": 0.0}, "seeds by relevance alone, one sub-query, "
-                                     "no pruning", "relevance-seeds"),
-    "prf-10": Run("crase", {"feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.3},
+    # ablations of round 3's default: only the named part changes
+    "no-planning": Run("crase", {**ROUND3, "L": 1}, "planning off: one sub-query (the question's rarest content "
+                       "words); round 3's default otherwise"),
+    "no-pruning": Run("crase", {**ROUND3, "theta": 0.0, "theta_lexical": 0.0},
+                      "pruning off: θ = θ_lexical = 0 keeps every edge with Δ = 1; round 3's default otherwise"),
+    "tau-0.4": Run("crase", {**ROUND3, "tau": 0.4}, "stricter pruning: τ = 0.4 (round 3's default otherwise)"),
+    "theta-0.85": Run("crase", {**ROUND3, "theta": 0.85, "theta_lexical": 0.85},
+                      "stricter support: θ = θ_lexical = 0.85 (round 3's default otherwise)"),
+    "no-recency-weight": Run("crase", {**ROUND3, "beta": 0.0}, "recency weighting off: β = 0 (round 3's default "
+                             "otherwise)"),
+    "beta-1": Run("crase", {**ROUND3, "beta": 1.0}, "stronger recency weighting: β = 1 (round 3's default otherwise)"),
+    "no-fusion": Run("crase", {**ROUND3, "fusion": "none"},
+                     "the walk's score alone (no fusion with the text score; round 3's default otherwise)"),
+    "gamma-3": Run("crase", {**ROUND3, "query_power": 3.0},
+                   "query-restart exponent γ = 3 (was the default before γ 12; round 3's default otherwise)"),
+    "relevance-seeds": Run("crase", dict(ROUND3), "seed selection without recency: top m by relevance (round 3's "
+                           "default otherwise)", "relevance-seeds"),
+    "phrase-planner": Run("crase", dict(ROUND3), "the corpus-aware phrase planner instead of the keyword planner "
+                          "(round 3's default otherwise)", "phrase-planner"),
+    # new ideas (issue 14, round 3), on round 3's default
+    "relevance-seeds-L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0},
+                                     "seeds by relevance alone, one sub-query, no pruning", "relevance-seeds"),
+    "prf-10": Run("crase", {**ROUND3, "feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.3},
                   "pseudo-relevance feedback for the full-query search: 10 terms from the top 10, w 0.3"),
-    "anchor-0.2": Run("crase", {"anchor_weight": 0.2},
+    "anchor-0.2": Run("crase", {**ROUND3, "anchor_weight": 0.2},
                       "anchor text: the full-query search blended with the citers' text (weight 0.2)"),
-    "text-only-top50": Run("crase", {"text_candidates": 50},
+    "text-only-top50": Run("crase", {**ROUND3, "text_candidates": 50},
                            "BM25's top 50 outside the graph join the ranking (no edges: in effect only their "
                            "search-rank term of the final fusion)"),
-    "L1-theta0": Run("crase", {"L": 1, "theta": 0.0}, "one sub-query and no pruning (the two stage ablations "
-                     "that helped the citation set, together)"),
-    "anchor-0.05": Run("crase", {"anchor_weight": 0.05},
+    "L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0},
+                     "one sub-query and no pruning (the two stage ablations that helped the citation set, together)"),
+    "anchor-0.05": Run("crase", {**ROUND3, "anchor_weight": 0.05},
                        "anchor text: the full-query search blended with the citers' text (weight 0.05)"),
-    # issue 14, round 4: each idea alone against the default, then combinations
-    "query-seeds-5": Run("crase", {"query_seeds": 5}, "hybrid seeds: the recency-selected seeds per sub-query plus "
-                         "the full question's own top 5 by relevance"),
-    "query-seeds-10": Run("crase", {"query_seeds": 10}, "hybrid seeds with the full question's top 10"),
-    "anchor-restart-0.1": Run("crase", {"anchor_restart_weight": 0.1},
+    # issue 14, round 4: each idea alone against round 3's default, then combinations
+    "query-seeds-5": Run("crase", {**ROUND3, "query_seeds": 5}, "hybrid seeds: the recency-selected seeds per "
+                         "sub-query plus the full question's own top 5 by relevance"),
+    "query-seeds-10": Run("crase", {**ROUND3, "query_seeds": 10}, "hybrid seeds with the full question's top 10"),
+    "anchor-restart-0.1": Run("crase", {**ROUND3, "anchor_restart_weight": 0.1},
                               "anchor text (weight 0.1) in the walk's restart only; the text candidates and the "
                               "final fusion keep plain BM25"),
-    "anchor-restart-0.3": Run("crase", {"anchor_restart_weight": 0.3}, "anchor text (weight 0.3) in the restart only"),
-    "text-floor-20": Run("crase", {"text_floor": 20}, "text floor: BM25's top 20 of the full query guaranteed a "
-                         "top-50 place (search rank s no lower than 30 + s); those outside the graph take no part "
-                         "in the walk"),
-    "text-floor-30": Run("crase", {"text_floor": 30}, "text floor with BM25's top 30 (search rank s no lower than "
-                         "20 + s)"),
-    "confidence-0.5": Run("crase", {"text_rank_weight": 0.5, "text_rank_confidence": 0.5},
+    "anchor-restart-0.3": Run("crase", {**ROUND3, "anchor_restart_weight": 0.3},
+                              "anchor text (weight 0.3) in the restart only"),
+    "text-floor-20": Run("crase", {**ROUND3, "text_floor": 20}, "text floor: BM25's top 20 of the full query "
+                         "guaranteed a top-50 place (search rank s no lower than 30 + s); those outside the graph "
+                         "take no part in the walk"),
+    "text-floor-30": Run("crase", {**ROUND3, "text_floor": 30}, "text floor with BM25's top 30 (search rank s no "
+                         "lower than 20 + s)"),
+    "confidence-0.5": Run("crase", {**ROUND3, "text_rank_weight": 0.5, "text_rank_confidence": 0.5},
                           "search-confidence weight of the final fusion: μ(q) = clip(0.5 + 0.5·(g − ½)), "
                           "g = 1 − s₁₀/s₁ of the full-query search"),
-    "confidence-1": Run("crase", {"text_rank_weight": 0.4, "text_rank_confidence": 1.0},
+    "confidence-1": Run("crase", {**ROUND3, "text_rank_weight": 0.4, "text_rank_confidence": 1.0},
                         "search-confidence weight: μ(q) = clip(0.4 + 1·(g − ½))"),
-    "hybrid-L1-theta0-confidence": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
+    "hybrid-L1-theta0-confidence": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0,
+                                                 "query_seeds": 5, "text_rank_weight": 0.5,
                                                  "text_rank_confidence": 0.5},
                                        "one sub-query, no pruning, hybrid seeds (the question's top 5) and the "
                                        "search-confidence μ(q) = clip(0.5 + 0.5·(g − ½))"),
-    "hybrid-L1-theta0-confidence-floor25": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5,
-                                                         "text_rank_weight": 0.5, "text_rank_confidence": 0.5,
-                                                         "text_floor": 25},
+    "hybrid-L1-theta0-confidence-floor25": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0,
+                                                         "query_seeds": 5, "text_rank_weight": 0.5,
+                                                         "text_rank_confidence": 0.5, "text_floor": 25},
                                                "the same with a text floor of 25"),
-    "hybrid-L1-theta0": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": 5},
+    "hybrid-L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5},
                             "one sub-query, no pruning and hybrid seeds (fixed μ 0.4)"),
     # the tuning of μ(q) around the chosen combination (L 1, θ 0, hybrid seeds 5); --preset hybrid is μ 0.5, κ 0.35
-    **{f"hybrid-{label}": Run("crase", {"L": 1, "theta": 0.0, "query_seeds": qs, "text_rank_weight": mu,
-                                              "text_rank_confidence": kappa, **extra},
-                                   f"L 1, θ 0, hybrid seeds {qs}, μ {mu}, κ {kappa}"
-                                   + (f", {extra}" if extra else ""))
+    **{f"hybrid-{label}": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": qs,
+                                        "text_rank_weight": mu, "text_rank_confidence": kappa, **extra},
+                              f"L 1, θ 0, hybrid seeds {qs}, μ {mu}, κ {kappa}" + (f", {extra}" if extra else ""))
        for label, qs, mu, kappa, extra in (
            ("kappa-0", 5, 0.5, 0.0, {}), ("kappa-0.25", 5, 0.5, 0.25, {}), ("mu-0.45-kappa-0.5", 5, 0.45, 0.5, {}),
            ("mu-0.55-kappa-0.5", 5, 0.55, 0.5, {}), ("mu-0.55-kappa-0.75", 5, 0.55, 0.75, {}),
            ("qs3-kappa-0.5", 3, 0.5, 0.5, {}), ("qs10-kappa-0.5", 10, 0.5, 0.5, {}),
            ("kappa-0.5-anchor-restart-0.1", 5, 0.5, 0.5, {"anchor_restart_weight": 0.1}))},
-    # the preset's text-side parts on the default's stages (planning L 5 and pruning θ 0.75 kept)
-    "hybrid-keep-stages": Run("crase", {"query_seeds": 5, "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
+    # the preset's text-side parts on round 3's stages (planning L 5 and pruning θ 0.75 of every edge kept)
+    "hybrid-keep-stages": Run("crase", {**ROUND3, "query_seeds": 5, "text_rank_weight": 0.5,
+                                        "text_rank_confidence": 0.35},
                               "hybrid seeds 5 and μ(q) = clip(0.5 + 0.35·(g − ½)) with planning (L 5) and "
-                              "pruning (θ 0.75) as the default"),
-    "hybrid-keep-planning": Run("crase", {"theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
-                                          "text_rank_confidence": 0.35},
-                                "--preset hybrid with planning kept (L 5)"),
-    "hybrid-L5-kappa-0.5": Run("crase", {"L": 5, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
-                                              "text_rank_confidence": 0.5},
-                                    "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
+                              "pruning (θ 0.75 for every edge) as round 3's default"),
+    "hybrid-keep-planning": Run("crase", {**ROUND3, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
+                                          "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
+                                "round 4's --preset hybrid with planning kept (L 5) and θ 0 for every edge: with "
+                                "the offline backend the same ranking as the new default (θ_lexical 0)"),
+    "hybrid-L5-kappa-0.5": Run("crase", {**ROUND3, "L": 5, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
+                                         "text_rank_weight": 0.5, "text_rank_confidence": 0.5},
+                               "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
 }
-#: families of configurations whose choice is checked split-half (each with the default as a candidate)
+#: families of configurations whose choice is checked split-half (each with the default it was measured against
+#: as a candidate: round 3's for the rounds before the switch)
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "pseudo-relevance feedback": ("crase", "prf-10"),
-    "anchor text": ("crase", "anchor-0.05", "anchor-0.2"),
-    "planning, seeds and pruning": ("crase", "no-planning", "no-pruning", "relevance-seeds", "L1-theta0",
+    "pseudo-relevance feedback": ("round3-default", "prf-10"),
+    "anchor text": ("round3-default", "anchor-0.05", "anchor-0.2"),
+    "planning, seeds and pruning": ("round3-default", "no-planning", "no-pruning", "relevance-seeds", "L1-theta0",
                                     "relevance-seeds-L1-theta0"),
-    "pruning": ("crase", "no-pruning", "tau-0.4"),
+    "pruning": ("round3-default", "no-pruning", "tau-0.4"),
     "round 4: each idea and the combinations": (
-        "crase", "preset-hybrid", "query-seeds-5", "anchor-restart-0.1", "text-floor-20", "text-floor-30",
+        "round3-default", "preset-hybrid", "query-seeds-5", "anchor-restart-0.1", "text-floor-20", "text-floor-30",
         "confidence-0.5", "L1-theta0", "hybrid-L1-theta0", "hybrid-L1-theta0-confidence",
         "hybrid-L1-theta0-confidence-floor25"),
     "round 4: μ(q) of the hybrid configuration": (
         "preset-hybrid", "hybrid-kappa-0", "hybrid-kappa-0.25", "hybrid-L1-theta0-confidence",
         "hybrid-mu-0.45-kappa-0.5", "hybrid-mu-0.55-kappa-0.5", "hybrid-mu-0.55-kappa-0.75"),
+    "the default switch (scorer-aware θ)": ("crase", "round3-default", "preset-hybrid", "hybrid-keep-stages"),
     "every measured configuration": tuple(RUNS),
 }
-DEFAULT_RUNS = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper", "no-planning",
-                "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
+DEFAULT_RUNS = ("crase", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
+                "no-planning", "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
 
 
 def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
@@ -197,7 +221,8 @@ def main() -> None:
             others = [(n, rows_of[n]) for n in rows_of if n != "crase"]
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
-            for ref in ("bm25", "previous-default"):  # the default against the text baseline and its predecessor
+            # the default against the text baseline and its predecessors
+            for ref in ("bm25", "round3-default", "previous-default"):
                 if ref in rows_of:
                     sections.append((f"The default against {ref} (Δ = default − {ref}; paired permutation p-value)",
                                      paired_table((ref, rows_of[ref]), [("crase", rows_of["crase"])], kinds)))

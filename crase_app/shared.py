@@ -326,6 +326,9 @@ def legend() -> None:
 
 # --- settings ----------------------------------------------------------------------------------------------------
 # --- inspectors --------------------------------------------------------------------------------------------------
+#: what each threshold is, after its value in the matrix caption (RunTrace.threshold names it)
+THRESHOLD_OF = {"θ": " (the threshold of edges a model scored)",
+                "θ_lexical": " (the threshold of edges the offline lexical scorer decided)"}
 SCORER_BADGES = {
     "model": ("scored by the model", "blue", ":material/smart_toy:"),
     "offline": ("scored offline (lexical fallback)", "orange", ":material/rule:"),
@@ -421,12 +424,15 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         y=alt.Y("row:N", sort=y_order, title=None,
                 axis=alt.Axis(labelLimit=460, labelFontSize=12, labelOverlap=False)),
     )
-    scale = alt.Scale(domain=[0, theta, 1], range=["#f4f6f8", "#9ecae1", "#08306b"])
+    # θ at 0 or 1 (θ_lexical 0: every cell is ≥ θ) would repeat a stop of the colour scale: two stops then
+    stops = [0.0, theta, 1.0] if 0 < theta < 1 else [0.0, 1.0]
+    scale = alt.Scale(domain=stops, range=["#f4f6f8", "#9ecae1", "#08306b"] if len(stops) == 3
+                      else ["#f4f6f8", "#08306b"])
     tooltip = [alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"), alt.Tooltip("ent:Q", format=".3f"),
                alt.Tooltip("≥ θ:N")]
     rect = base.mark_rect().encode(
         color=alt.Color("ent:Q", scale=scale, title=f"ent (θ = {theta:g})",
-                        legend=alt.Legend(values=[0, theta, 1], gradientLength=160, orient="right")),
+                        legend=alt.Legend(values=stops, gradientLength=160, orient="right")),
         tooltip=tooltip,
     )
     outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
@@ -463,8 +469,11 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     scorer_badge(e)
     k, n = sum(e.supported), len(e.supported)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Δ (coverage)", f"{e.delta:.3f}", help="Δ(u,v) = share of u's claims supported by some claim of v at θ (Eq. 4).")
-    m2.metric("supported", f"{k} of {n}", help="Citing claims i with max_j M[i][j] ≥ θ (Eq. 3).")
+    theta_name, theta = trace.threshold(e)
+    m1.metric("Δ (coverage)", f"{e.delta:.3f}", help=f"Δ(u,v) = share of u's claims supported by some claim of v "
+              f"at {theta_name} = {theta:g} (Eq. 4).")
+    m2.metric("supported", f"{k} of {n}", help=f"Citing claims i with max_j M[i][j] ≥ {theta_name} = {theta:g} "
+              "(Eq. 3).")
     m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
               f"{trace.reference_year}, β = {trace.settings.beta:g}.")
     m4.metric("weight w", f"{e.weight:.3f}", help="w(u→v) = Δ · age(v)^(−β) (Eq. 5); 0 for a pruned edge.")
@@ -474,11 +483,11 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     cv = trace.claims.get(cited)
     if e.matrix:
         st.markdown(f"**Entailment matrix** M[i][j] = ent(claim i of u | claim j of v), "
-                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ θ = "
-                    f"{trace.settings.theta:g}. Rows: claims of u (✓ = supported); columns: claims of v. Hover a cell for both "
-                    "claims in full.")
+                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ {theta_name} = "
+                    f"{theta:g}{THRESHOLD_OF[theta_name]}. Rows: claims of u (✓ = supported); columns: claims of v. "
+                    "Hover a cell for both claims in full.")
         st.altair_chart(
-            matrix_chart(e, trace.settings.theta, [(c.id, c.text) for c in cu.claims] if cu else [],
+            matrix_chart(e, theta, [(c.id, c.text) for c in cu.claims] if cu else [],
                          [(c.id, c.text) for c in cv.claims] if cv else []),
             width="stretch",
         )

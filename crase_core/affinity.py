@@ -35,10 +35,31 @@ def edge_weight(delta: float, age: float, beta: float) -> float:
     return delta * age ** (-beta)
 
 
+#: the decision of a kept edge the offline lexical scorer decided with θ_lexical = 0 (every claim supported).
+LEXICAL_NEVER_PRUNES = ("scored by the offline lexical scorer, whose threshold θ_lexical = 0 never prunes "
+                        "(measured: docs/benchmarks.md)")
+
+
+def threshold_note(edge: EdgeRecord) -> str:
+    """Which θ decided the edge's s_i, for its decision: ``" at θ = 0.75, the model's threshold"`` for a
+    model-scored edge, ``" at θ_lexical = 0.75, the offline lexical scorer's threshold"`` for a lexical one;
+    ``""`` when the record names no θ (``edge.theta`` None)."""
+    if edge.theta is None:
+        return ""
+    if edge.scorer == "model":
+        return f" at θ = {edge.theta:g}, the model's threshold"
+    return f" at θ_lexical = {edge.theta:g}, the offline lexical scorer's threshold"
+
+
 def decide_edge(edge: EdgeRecord, tau: float) -> EdgeRecord:
-    """Set ``kept``, ``weight`` and the human-readable ``decision`` of a scored edge (Δ ≤ τ → pruned)."""
+    """Set ``kept``, ``weight`` and the human-readable ``decision`` of a scored edge (Δ ≤ τ → pruned).
+
+    The decision names the θ that decided s_i (``edge.theta``, by ``edge.scorer``: :func:`threshold_note`);
+    a lexically scored edge kept with θ_lexical = 0 says that this threshold never prunes.
+    """
     n = len(edge.supported)
     k = sum(edge.supported)
+    counted = f"({k} of {n} citing claims supported{threshold_note(edge)})"
     if edge.error:
         edge.kept = False
         edge.weight = 0.0
@@ -46,11 +67,15 @@ def decide_edge(edge: EdgeRecord, tau: float) -> EdgeRecord:
     elif edge.delta <= tau:
         edge.kept = False
         edge.weight = 0.0
-        edge.decision = f"pruned: Δ = {edge.delta:.3g} ≤ τ = {tau:g} ({k} of {n} citing claims supported)"
+        edge.decision = f"pruned: Δ = {edge.delta:.3g} ≤ τ = {tau:g} {counted}"
     else:
         edge.kept = True
         edge.weight = edge.delta * edge.age_factor  # Eq. 5, age_factor = age(v)^(−β)
-        edge.decision = f"kept: Δ = {edge.delta:.3g} > τ = {tau:g} ({k} of {n} citing claims supported)"
+        if edge.theta == 0 and edge.scorer != "model":
+            edge.decision = (f"kept: {LEXICAL_NEVER_PRUNES}; Δ = {edge.delta:.3g} > τ = {tau:g} "
+                             f"({k} of {n} citing claims supported)")
+        else:
+            edge.decision = f"kept: Δ = {edge.delta:.3g} > τ = {tau:g} {counted}"
     return edge
 
 

@@ -158,7 +158,8 @@ def xml_text(value: object) -> str:
 
 def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
     """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
-    edges with Δ, age factor, weight, kept and the decision. ``include_pruned=False`` keeps the pruned graph only.
+    edges with Δ, age factor, weight, kept, the decision, the scorer and the θ it was decided at
+    (:meth:`~crase_core.trace.RunTrace.threshold`). ``include_pruned=False`` keeps the pruned graph only.
     Every text goes through :func:`xml_text`, so the output is well-formed XML whatever the titles hold."""
     import networkx as nx
 
@@ -176,7 +177,8 @@ def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
             continue
         if x(e.citing) in g and x(e.cited) in g:
             g.add_edge(x(e.citing), x(e.cited), delta=float(e.delta), age_factor=float(e.age_factor),
-                       weight=float(e.weight), kept=e.kept, decision=x(e.decision))
+                       weight=float(e.weight), kept=e.kept, decision=x(e.decision), scorer=x(e.scorer),
+                       theta=float(trace.threshold(e)[1]))
     return "\n".join(nx.generate_graphml(g, encoding="utf-8", prettyprint=True)) + "\n"
 
 

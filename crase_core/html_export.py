@@ -152,7 +152,8 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
     edges = [{"from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
-              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts)}
+              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
+              "scorer": e.scorer, "theta_name": trace.threshold(e)[0], "theta": trace.threshold(e)[1]}
              for e in view_edges]
     claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
                                                         for c in cs.claims]}
@@ -163,7 +164,8 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
     return {
         "query": trace.query, "run_id": trace.run_id, "created_at": trace.created_at,
         "source": trace.source, "backend": trace.backend.get("backend", "?"), "ranker": trace.ranking.ranker,
-        "theta": trace.settings.theta, "tau": trace.settings.tau, "beta": trace.settings.beta,
+        "theta": trace.settings.theta, "theta_lexical": trace.settings.theta_lexical, "tau": trace.settings.tau,
+        "beta": trace.settings.beta,
         "reference_year": trace.reference_year,
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
@@ -270,7 +272,7 @@ _APP_JS = r"""
   var c = D.counts;
   document.getElementById("meta").textContent = c.seeds + " seeds (" + c.seeds_kept + " kept) \u00b7 |V| " + c.nodes +
     " (" + c.nodes_kept + " kept) \u00b7 |E| " + c.edges + " (" + c.edges_kept + " kept) \u00b7 ranker " + D.ranker +
-    " \u00b7 \u03b8 = " + D.theta + ", \u03c4 = " + D.tau + ", \u03b2 = " + D.beta + " \u00b7 source " + D.source +
+    " \u00b7 \u03b8 = " + D.theta + " (model-scored edges), \u03b8_lexical = " + D.theta_lexical + " (lexically scored edges), \u03c4 = " + D.tau + ", \u03b2 = " + D.beta + " \u00b7 source " + D.source +
     " \u00b7 backend " + D.backend + " \u00b7 run " + D.run_id + (D.created_at ? " \u00b7 " + D.created_at : "");
   document.getElementById("cost").textContent = "Work: " + D.budget + " \u00b7 done: " + D.cost + " \u00b7 pipeline time " + D.elapsed + " s";
   var notices = document.getElementById("notices");
@@ -340,14 +342,14 @@ _APP_JS = r"""
                   " \u00b7 age factor " + fmt(e.age_factor, 3) + " (" + e.age_years + " y, \u03b2 = " + D.beta + ") \u00b7 weight w " + fmt(e.weight, 3)));
     if (e.error) add(panel, el("div", "Scoring failed: " + e.error, "warn"));
     if (e.matrix.length) {
-      add(panel, el("h3", "Entailment matrix M[i][j] = ent(claim i of u | claim j of v); outlined cells \u2265 \u03b8 = " + D.theta));
+      add(panel, el("h3", "Entailment matrix M[i][j] = ent(claim i of u | claim j of v); outlined cells \u2265 " + e.theta_name + " = " + e.theta));
       var t = add(panel, el("table", null, "m")); t.id = "matrix";
       var head = add(t, el("tr")); add(head, el("th", "u \\ v"));
       e.matrix[0].forEach(function (_, j) { var cl = cv.claims[j]; var th = add(head, el("th", cl ? cl.id : "c" + (j + 1))); if (cl) th.title = cl.text; });
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
         add(tr, el("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
-        row.forEach(function (x) { var td = add(tr, el("td", fmt(x, 2))); if (x >= D.theta) td.className = "hit"; });
+        row.forEach(function (x) { var td = add(tr, el("td", fmt(x, 2))); if (x >= e.theta) td.className = "hit"; });
       });
     } else add(panel, el("p", "No matrix: one of the papers has no claims."));
     if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, el("blockquote", x)); }); }

@@ -37,7 +37,7 @@ from .stages.planning import plan_query
 from .stages.progress import STAGES, ProgressFn, StageEvent
 from .stages.pruning import prune_graph
 from .stages.ranking import expansion_settings, rank_papers
-from .stages.scoring import Scored, cascade, extract_claims, label_edges, legacy_scored, score_edges
+from .stages.scoring import Scored, cascade, extract_claims, legacy_scored, score_edges
 from .stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
 from .trace import RunTrace
 
@@ -243,8 +243,8 @@ def run_query(
     claims, matrices = scored.claims, scored.matrices
     _record_spend(components, scored)
     with clock("pruning"):
-        pruning = prune_graph(build.expansion, matrices, build.seeding.seeds, settings, build.reference_year, progress)
-    label_edges(pruning.edges, scored.scorers)
+        pruning = prune_graph(build.expansion, matrices, build.seeding.seeds, settings, build.reference_year, progress,
+                              scorers=scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
                              progress, restart_hits=build.seeding.restart_hits)

@@ -167,6 +167,10 @@ class EdgeMatrix:
     usage: Usage = field(default_factory=Usage)
 
 
+#: who decided an edge's matrix (``EdgeRecord.scorer``): a model, or the offline lexical scorer
+MODEL, OFFLINE = "model", "offline"
+
+
 @dataclass
 class EdgeRecord:
     """A citation edge u→v (u cites v) with everything that decided its fate."""
@@ -187,6 +191,9 @@ class EdgeRecord:
     intents: list[str] = field(default_factory=list)
     scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
     scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
+    # the θ that decided s_i (Eq. 3): settings.theta for a model's matrix, settings.theta_lexical for the offline
+    # lexical scorer's (traces written before the two were separate record their one θ; None: not recorded)
+    theta: float | None = None
 
 
 @dataclass

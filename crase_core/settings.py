@@ -43,17 +43,29 @@ FUSION_MODES: dict[str, str] = {
                    "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
+#: the values the knobs switched by issue 14 (round 4) had as defaults before (round 3's default, see
+#: docs/benchmarks.md "Chosen default and verdict"): one θ for every edge (θ_lexical = θ = 0.75), no question
+#: seeds, a fixed μ 0.4 (κ 0). A trace that does not record one of them ran with this value (θ_lexical: the
+#: trace's own θ; :mod:`crase_core.trace` fills them in), and the dev runs defined on that default name them.
+ROUND3_DEFAULTS: dict[str, Any] = {"theta_lexical": 0.75, "query_seeds": 0, "text_rank_weight": 0.4,
+                                   "text_rank_confidence": 0.0}
+
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
+    # issue 14 round 4's measured configuration with planning kept (docs/benchmarks.md): L 5, θ 0.75 for the
+    # edges a model scored and θ_lexical 0 (no pruning) for those the offline lexical scorer decided, hybrid
+    # seeds (the question's own top 5 next to the recency-aware seeds) and μ from the full-query search's
+    # confidence, μ(q) = clip(0.5 + 0.35·(g − ½), 0, 1)
     "default": {},
     # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query),
-    # seed restarts and no text-only candidates
+    # seed restarts and no text-only candidates; one θ 0.75 for every edge whoever scored it, no question
+    # seeds, and μ fixed at its earlier 0.4 (inapplicable without restart-rrf fusion, kept for --fusion on top)
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
-              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none"},
-    # issue 14 round 4's measured best with the offline backend (docs/benchmarks.md): one sub-query, no
-    # pruning, hybrid seeds (the question's own top 5 next to the recency-aware seeds) and μ from the
-    # full-query search's confidence, μ(q) = clip(0.5 + 0.35·(g − ½), 0, 1)
-    "hybrid": {"L": 1, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
+              "m": 10, "beta": 0.5, "theta": 0.75, "theta_lexical": 0.75, "tau": 0.0, "fusion": "none",
+              "query_seeds": 0, "text_rank_weight": 0.4, "text_rank_confidence": 0.0},
+    # issue 14 round 4's measured best on both dev sets with the offline backend: the default with one
+    # sub-query (L 1; the lexical scorer's edges are not pruned by default already)
+    "hybrid": {"L": 1},
 }
 
 
@@ -81,8 +93,14 @@ class PipelineSettings:
         "(the most-cited are kept); None keeps all.",
         label="Neighbour cap (0 = none)", minimum=1, none_as=0, form_max=100_000,
     )
-    theta: float = knob(0.75, "θ: a citing claim is supported when some cited claim scores ≥ θ (Eq. 3).",
-                        label="θ — support threshold", minimum=0.0, maximum=1.0, step=0.05)
+    theta: float = knob(0.75, "θ: a citing claim is supported when some cited claim scores ≥ θ (Eq. 3), for "
+                        "edges whose matrix a model scored (the paper's method; theta_lexical covers the others).",
+                        label="θ — support threshold (model-scored edges)", minimum=0.0, maximum=1.0, step=0.05)
+    theta_lexical: float = knob(
+        0.0, "θ_lexical: θ for edges whose matrix the offline lexical scorer decided (no model score: the offline "
+        "backend, or the model backend's fallback outside its budget); 0 = such edges are never pruned — "
+        "measured: lexical pruning costs the citation set (docs/benchmarks.md).",
+        label="θ_lexical — support threshold (lexically scored edges)", minimum=0.0, maximum=1.0, step=0.05)
     tau: float = knob(0.0, "τ: edges with Δ ≤ τ are pruned (Eq. 4); 0 prunes exactly the unsupported ones.",
                       label="τ — prune if Δ ≤ τ", minimum=0.0, maximum=1.0, max_open=True, step=0.05)
     beta: float = knob(0.5, "β: age decay exponent in w = Δ·age^(−β) (Eq. 5).", label="β — age decay",
@@ -138,7 +156,7 @@ class PipelineSettings:
         "the final fusion keep the plain search. 0 turns it off.", label="Anchor-text weight in the restart",
         minimum=0.0, maximum=1.0, step=0.05)
     query_seeds: int = knob(
-        0, "Hybrid seed selection: the full question's own top r search hits by relevance join the seeds "
+        5, "Hybrid seed selection: the full question's own top r search hits by relevance join the seeds "
         "(shown on the Seeds page as one more search row, the question itself). 0 turns it off.",
         label="Seeds from the full question (0 = off)", minimum=0, maximum=100, form_max=50)
     fusion: str = knob(
@@ -153,11 +171,11 @@ class PipelineSettings:
                                 label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
                                 when=When("fusion", ("linear", "rrf", "restart", "restart-rrf")))
     text_rank_weight: float = knob(
-        0.4, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
+        0.5, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
         "(0 = the restart fusion's order unchanged).", label="μ — search-rank weight in the final fusion",
         minimum=0.0, maximum=1.0, step=0.05, when=When("fusion", ("restart-rrf",)))
     text_rank_confidence: float = knob(
-        0.0, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
+        0.35, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
         "its 10th hit over its first; 1 with fewer than 10 hits): μ(q) = clip(μ + κ·(g − ½), 0, 1). "
         "0 keeps μ fixed.", label="κ — search confidence slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
         when=When("fusion", ("restart-rrf",)))
@@ -206,8 +224,9 @@ class PipelineSettings:
         "expire after a day).", label="Retry cached model failures", form=False,
     )
     preset: str = knob("default", "Named starting point: default; paper (the paper's configuration: "
-                       "seed restarts, α = 0.15, no text candidates); or hybrid (measured best on both dev "
-                       "sets: L 1, θ 0, hybrid seeds 5, search-confidence μ). Explicit values override it.",
+                       "seed restarts, α = 0.15, no text candidates, θ 0.75 for every edge, no question seeds); or "
+                       "hybrid (measured best on both dev sets with the offline backend: the default with L 1). "
+                       "Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:

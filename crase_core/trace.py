@@ -36,7 +36,7 @@ from .records import (
     Truncation,
     UserLibrary,
 )
-from .settings import PipelineSettings
+from .settings import ROUND3_DEFAULTS, PipelineSettings
 
 TRACE_VERSION = 1
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
@@ -86,6 +86,14 @@ class RunTrace:
             if e.citing == citing and e.cited == cited:
                 return e
         raise KeyError((citing, cited))
+
+    def threshold(self, e: EdgeRecord) -> tuple[str, float]:
+        """(name, value) of the θ that decided edge ``e``'s s_i: ``("θ", theta)`` for an edge a model scored,
+        ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided (the value the edge
+        records; the settings' when it records none)."""
+        if e.scorer == "model":
+            return "θ", e.theta if e.theta is not None else self.settings.theta
+        return "θ_lexical", e.theta if e.theta is not None else self.settings.theta_lexical
 
     @property
     def model_ran(self) -> bool:
@@ -148,6 +156,7 @@ def from_dict(data: object) -> RunTrace:
     version = data.get("trace_version")
     if version != TRACE_VERSION:
         raise TraceError(f"trace version {version!r} is not supported (this Crase reads version {TRACE_VERSION})")
+    data = _fill_unrecorded(data)
     try:
         trace = _adapter().validate_python(data)
     except ValidationError as e:
@@ -161,6 +170,23 @@ def from_dict(data: object) -> RunTrace:
         if r.paper_id not in node_ids:
             raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
     return trace
+
+
+def _fill_unrecorded(data: dict) -> dict:
+    """``data`` with what a trace written before issue 14's scorer-aware θ does not record filled in with what
+    its run used: its settings' ``theta_lexical`` = its ``theta`` (one θ decided every edge), each edge's
+    ``theta`` = that θ, and the knobs whose defaults switched then (:data:`~crase_core.settings.ROUND3_DEFAULTS`)
+    at their earlier values (so the settings shown, re-ranked and exported are those the run had). ``data``
+    itself is not changed; anything malformed is left for validation to report."""
+    settings = data.get("settings")
+    if not isinstance(settings, dict) or "theta_lexical" in settings:
+        return data
+    theta = settings.get("theta", PipelineSettings.theta)
+    filled = {**data, "settings": {**ROUND3_DEFAULTS, **settings, "theta_lexical": theta}}
+    edges = data.get("edges")
+    if isinstance(edges, list):
+        filled["edges"] = [{"theta": theta, **e} if isinstance(e, dict) else e for e in edges]
+    return filled
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:

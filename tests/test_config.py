@@ -93,7 +93,8 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
     assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
-                               ranker="salsa", fusion="restart-rrf") == PipelineSettings()  # exactly these knobs
+                               ranker="salsa", fusion="restart-rrf", theta_lexical=0.0, query_seeds=5,
+                               text_rank_weight=0.5, text_rank_confidence=0.35) == PipelineSettings()  # exactly these
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
@@ -101,10 +102,9 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     assert settings_from_args(parse("--config", str(f), "--preset", "default")).pipeline.alpha == 0.5
     assert set(PRESETS) == {"default", "paper", "hybrid"}
     hybrid = settings_from_args(parse("--preset", "hybrid")).pipeline
-    assert dataclasses.replace(hybrid, preset="default", L=5, theta=0.75, query_seeds=0, text_rank_weight=0.4,
-                               text_rank_confidence=0.0) == PipelineSettings()  # exactly these knobs
-    assert (hybrid.L, hybrid.theta, hybrid.query_seeds, hybrid.text_rank_weight, hybrid.text_rank_confidence) == (
-        1, 0.0, 5, 0.5, 0.35)
+    assert dataclasses.replace(hybrid, preset="default", L=5) == PipelineSettings()  # exactly this knob
+    assert (hybrid.L, hybrid.theta, hybrid.theta_lexical, hybrid.query_seeds, hybrid.text_rank_weight,
+            hybrid.text_rank_confidence) == (1, 0.75, 0.0, 5, 0.5, 0.35)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -21,13 +21,15 @@ def hostile_trace(tmp_path_factory):
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache
     from crase_core.pipeline import Engine, run_query
+    from crase_core.settings import PipelineSettings
     from crase_core.sources.local import LocalSource
     from crase_core.termstats import TermStats
 
     src = LocalSource.open(HOSTILE)
     engine = Engine(src, offline_backend(TermStats.from_index(src.text_index)),
                     ResultCache(tmp_path_factory.mktemp("exp-cache")))
-    return run_query(QUERY, engine)
+    # θ_lexical 0.75: the lexical scorer's edges are pruned at θ like a model's (3 of 12 here), 6 results
+    return run_query(QUERY, engine, PipelineSettings(theta_lexical=0.75))
 
 
 def test_bibtex_escape_exact():

@@ -125,10 +125,14 @@ def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_
         box = page.locator("#graph").bounding_box()
         clicked = 0
         for eid, p in positions.items():
-            hit = page.evaluate("([x, y]) => { const n = window.craseExport.network;"
-                                "return [n.getNodeAt({x, y}) ?? null, n.getEdgeAt({x, y}) ?? null]; }", [p["x"], p["y"]])
-            if hit[0] is not None or hit[1] != eid:
-                continue  # the midpoint lies on a node or another edge: not a clean click
+            # the midpoint and the points 2 px around it (a click lands on whole pixels) hit this edge alone
+            hits = page.evaluate("([x, y]) => { const n = window.craseExport.network; const out = [];"
+                                 "for (const dx of [-2, 0, 2]) for (const dy of [-2, 0, 2]) {"
+                                 "const q = {x: x + dx, y: y + dy};"
+                                 "out.push([n.getNodeAt(q) ?? null, n.getEdgeAt(q) ?? null]); } return out; }",
+                                 [p["x"], p["y"]])
+            if any(h[0] is not None or h[1] != eid for h in hits):
+                continue  # the midpoint lies on or next to a node or another edge: not a clean click
             page.mouse.click(box["x"] + p["x"], box["y"] + p["y"])
             assert page.locator("#panel").get_attribute("data-edge") == f"{p['from']}->{p['to']}"
             edge = hostile_trace.edge(p["from"], p["to"])

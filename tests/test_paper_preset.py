@@ -1,7 +1,7 @@
 """One end-to-end run of the paper's configuration on a hand-built corpus, checked against a hand-built answer.
 
-The paper's configuration: restart uniform over the kept seeds, α = 0.15, no text candidates (θ = 0.75,
-τ = 0, β = 0.5, 1.5 hops: the defaults), i.e. ``--preset paper``; the run below uses the preset itself, and
+The paper's configuration: restart uniform over the kept seeds, α = 0.15, no text candidates, θ = θ_lexical =
+0.75, no question seeds (τ = 0, β = 0.5, 1.5 hops: the defaults), i.e. ``--preset paper``; the run below uses the preset itself, and
 ``crase query --preset paper`` is checked to resolve to the same settings.
 
 Corpus (tests/tiny_corpus.py PRESET_*): seeds S1 = 0101001 (2001) and S2 = 0102001 (2001), found by the
@@ -69,9 +69,12 @@ def test_deltas_ages_weights_and_decisions(trace):
         assert e.age_years == AGE[e.cited]
         assert e.kept == (key in WEIGHT)
         assert e.weight == pytest.approx(WEIGHT.get(key, 0.0), abs=1e-15)
-    assert trace.edge(S2, B).decision == "kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported)"
-    assert trace.edge(S2, X).decision == "pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported)"
-    assert trace.edge(A, B).decision == "pruned: Δ = 0 ≤ τ = 0 (0 of 1 citing claims supported)"
+    # the scripted scorer stands for a model: every edge is judged at θ = 0.75 and says so
+    assert all((e.scorer, e.theta) == ("model", 0.75) for e in trace.edges)
+    model_theta = "at θ = 0.75, the model's threshold"
+    assert trace.edge(S2, B).decision == f"kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported {model_theta})"
+    assert trace.edge(S2, X).decision == f"pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported {model_theta})"
+    assert trace.edge(A, B).decision == f"pruned: Δ = 0 ≤ τ = 0 (0 of 1 citing claims supported {model_theta})"
 
 
 def test_pruning_keeps_every_paper_with_a_kept_edge(trace):
@@ -120,6 +123,8 @@ def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves(
 
     assert (PAPER.personalization, PAPER.alpha, PAPER.text_candidates, PAPER.ranker) == ("uniform", 0.15, 0, "ppr")
     assert (PAPER.theta, PAPER.tau, PAPER.beta, PAPER.hops, PAPER.m) == (0.75, 0.0, 0.5, 1.5, 10)
+    # one θ for every edge whoever scored it, and no seeds beyond the sub-queries' (the paper has neither knob)
+    assert (PAPER.theta_lexical, PAPER.query_seeds, PAPER.fusion) == (0.75, 0, "none")
     args = build_parser().parse_args(["query", "x", "--preset", "paper"])
     assert settings_from_args(args).pipeline == PAPER
     args = build_parser().parse_args(["query", "x", "--preset", "paper", "--alpha", "0.2"])

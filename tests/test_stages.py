@@ -121,11 +121,18 @@ def _hand_graph() -> tuple[Expansion, dict[tuple[str, str], EdgeMatrix], list[Se
     return Expansion(graph, papers, {"s", "z"}, ["t"]), matrices, seeds
 
 
+#: the hand graph's edges are lexical ("offline") ones, judged at θ_lexical 0.75 as the hand-checked Δ assume
+HAND = PipelineSettings(theta_lexical=0.75)
+
+
 def test_prune_graph_by_hand():
     expansion, matrices, seeds = _hand_graph()
-    pruning = prune_graph(expansion, matrices, seeds, PipelineSettings(), reference_year=2020)
+    pruning = prune_graph(expansion, matrices, seeds, HAND, reference_year=2020, scorers={})
     xs = next(e for e in pruning.edges if e.citing == "x")
     assert xs.supported == [True, False] and xs.delta == 0.5 and xs.kept
+    assert (xs.scorer, xs.theta) == ("offline", 0.75)
+    assert xs.decision == ("kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported at θ_lexical = 0.75, the offline "
+                           "lexical scorer's threshold)")
     assert xs.age_years == 4 and xs.weight == pytest.approx(0.5 * 4 ** -0.5)
     sy = next(e for e in pruning.edges if e.citing == "s")
     assert not sy.kept and sy.delta == 0.0 and sy.weight == 0.0
@@ -141,8 +148,8 @@ def test_prune_graph_by_hand():
 
 def test_rank_papers_explains_each_result():
     expansion, matrices, seeds = _hand_graph()
-    settings = PipelineSettings(personalization="query")
-    pruning = prune_graph(expansion, matrices, seeds, settings, reference_year=2020)
+    settings = HAND.replace(personalization="query")
+    pruning = prune_graph(expansion, matrices, seeds, settings, reference_year=2020, scorers={})
     hits = [SearchHit("x", 1, 1, 2.0), SearchHit("t", 2, 2, 1.0)]
     ranked = rank_papers(expansion, pruning, seeds, hits, settings)
     assert sum(ranked.ranking.scores.values()) == pytest.approx(1.0)

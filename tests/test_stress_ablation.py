@@ -23,6 +23,8 @@ from crase_core.pipeline import Engine
 from crase_core.settings import PipelineSettings
 
 QUERY = "entanglement supergravity derive"
+#: the settings these runs pin: the seeds are the two sub-queries' alone (no seeds from the question's own search)
+SEEDS_OF_THE_PLAN = PipelineSettings(query_seeds=0)
 ALL_IDS = {"9801001", "9802001", "9901001", "9902001", "0001001", "0002001"}
 
 
@@ -41,7 +43,7 @@ def test_lexical_distractors_are_the_best_search_hits_outside_the_exclusions(eng
 
 def test_lexical_corruption_replaces_the_seeds_and_reruns_stages_two_and_three(engine):
     q = BenchQuery("q1", QUERY, ("9801001",))
-    out = corrupted_run(q, engine, PipelineSettings(), "lexical")
+    out = corrupted_run(q, engine, SEEDS_OF_THE_PLAN, "lexical")
     # exclusions: the relevant 9801001 and the clean seeds 0001001, 9802001 → the one distractor is 9901001
     assert out.stats["corruption"] == "lexical"
     assert out.stats["n_clean_seeds"] == 2 and out.stats["n_injected"] == 1
@@ -62,7 +64,7 @@ def test_lexical_corruption_replaces_the_seeds_and_reruns_stages_two_and_three(e
 def test_lexical_corruption_never_injects_a_relevant_paper(engine):
     # 9901001 is now relevant: every hit is relevant or a clean seed, so nothing is injected and the run has
     # no seed and no citation graph; only the full query's text candidates (with the default settings) remain
-    out = corrupted_run(BenchQuery("q1", QUERY, ("9901001",)), engine, PipelineSettings(), "lexical")
+    out = corrupted_run(BenchQuery("q1", QUERY, ("9901001",)), engine, SEEDS_OF_THE_PLAN, "lexical")
     assert out.stats["n_injected"] == 0
     t = out.trace
     assert t is not None and t.seeds == []
@@ -70,7 +72,7 @@ def test_lexical_corruption_never_injects_a_relevant_paper(engine):
     assert {n.role for n in t.nodes} == {"text"}
     assert set(out.ranked) == {"0001001", "9802001", "9901001"}
     off = corrupted_run(BenchQuery("q1", QUERY, ("9901001",)), engine,
-                        PipelineSettings(text_candidates=0, personalization="uniform"), "lexical")
+                        SEEDS_OF_THE_PLAN.replace(text_candidates=0, personalization="uniform"), "lexical")
     assert off.ranked == [] and off.trace is not None and off.trace.nodes == []
 
 
@@ -81,7 +83,7 @@ def test_random_corruption_is_reproducible_and_excludes_the_relevant_papers(engi
     assert len(a) == len(set(a)) == 3 and set(a) <= ALL_IDS - set(q.relevant)
     # asking for more than the pool gives the whole pool (4 papers) once each
     assert sorted(random_papers(q, engine, 10, set(q.relevant))) == sorted(ALL_IDS - set(q.relevant))
-    out = corrupted_run(q, engine, PipelineSettings(), "random")
+    out = corrupted_run(q, engine, SEEDS_OF_THE_PLAN, "random")
     assert out.stats["n_injected"] == out.stats["n_clean_seeds"] == 2
     assert out.trace is not None and not {s.paper_id for s in out.trace.seeds} & set(q.relevant)
 
@@ -114,7 +116,9 @@ def test_settings_ablations_change_one_knob_only(name, field, values):
                                                 for v in values]
     for (_, job), v in zip(variants, values, strict=True):
         assert getattr(job.settings, field) == v
-        assert job.settings == BASE.settings.replace(**{field: v})  # everything else as in the base job
+        # everything else as in the base job; θ is the threshold of every edge (model and lexical scorer)
+        changed = {field: v, "theta_lexical": v} if field == "theta" else {field: v}
+        assert job.settings == BASE.settings.replace(**changed)
         assert (job.method, job.age_reference, job.corrupt_seeds, job.bench) == ("crase", "current", None,
                                                                                    "bench.jsonl")
 

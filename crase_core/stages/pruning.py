@@ -6,12 +6,12 @@ Pure functions of the scored graph (apart from progress events): see :mod:`crase
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..affinity import age_years, coverage_affinity, decide_edge, supported_claims, surviving_nodes
 from ..component_cache import Edge
-from ..records import EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
+from ..records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
 from ..settings import PipelineSettings
 from .expansion import Expansion
 from .progress import ProgressFn, emit
@@ -26,16 +26,26 @@ class Pruning:
     alive: set[str]
 
 
+def edge_theta(scorer: str, settings: PipelineSettings) -> float:
+    """The θ of Eq. 3 for an edge whose matrix ``scorer`` decided: ``settings.theta`` for a model's matrix
+    ("model"), ``settings.theta_lexical`` for the offline lexical scorer's ("offline": the offline backend,
+    or the model backend's fallback when the model was not asked or failed)."""
+    return settings.theta if scorer == MODEL else settings.theta_lexical
+
+
 def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansion, settings: PipelineSettings,
-                reference_year: int) -> EdgeRecord:
-    """Edge u→v with s_i, Δ (0 when scoring failed), age factor, weight and decision (Δ ≤ τ → pruned)."""
+                reference_year: int, scorer: tuple[str, str]) -> EdgeRecord:
+    """Edge u→v with its scorer (who decided it, why), the θ that scorer's matrices are read at
+    (:func:`edge_theta`), s_i, Δ (0 when scoring failed), age factor, weight and decision (Δ ≤ τ → pruned)."""
     age = age_years(cited.year, reference_year)
+    theta = edge_theta(scorer[0], settings)
     rec = EdgeRecord(
         citing=u, cited=v, matrix=em.matrix, error=em.error, cached=em.cached,
-        supported=supported_claims(em.matrix, settings.theta) if not em.error else [],
-        delta=coverage_affinity(em.matrix, settings.theta) if not em.error else 0.0,
+        supported=supported_claims(em.matrix, theta) if not em.error else [],
+        delta=coverage_affinity(em.matrix, theta) if not em.error else 0.0,
         age_years=age, age_factor=age ** (-settings.beta),
         contexts=expansion.graph.contexts.get((u, v), []), intents=expansion.graph.intents.get((u, v), []),
+        scorer=scorer[0], scorer_reason=scorer[1], theta=theta,
     )
     decide_edge(rec, settings.tau)
     if cited.year is None:
@@ -73,12 +83,18 @@ def decide_seed_fates(seeds: Sequence[Seed], alive: set[str], degree: Counter[st
 
 
 def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: Sequence[Seed],
-                settings: PipelineSettings, reference_year: int, progress: ProgressFn | None = None) -> Pruning:
-    """Stage 2c: score and decide every edge; a node survives with a kept edge, or as a text candidate."""
+                settings: PipelineSettings, reference_year: int, progress: ProgressFn | None = None, *,
+                scorers: Mapping[Edge, tuple[str, str]]) -> Pruning:
+    """Stage 2c: score and decide every edge; a node survives with a kept edge, or as a text candidate.
+
+    ``scorers[e]`` = (``"model"`` | ``"offline"``, why) says who decided each edge's matrix (stage 2b's
+    :class:`~crase_core.stages.scoring.Scored`); it picks the edge's θ (:func:`edge_theta`) and is recorded on
+    the edge. An edge it does not list counts as decided offline.
+    """
     graph = expansion.graph
     emit(progress, "pruning", 0, len(graph.edges), "coverage affinity and pruning")
-    edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year)
-             for u, v in graph.edges]
+    edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year,
+                         scorers.get((u, v), (OFFLINE, ""))) for u, v in graph.edges]
     alive = surviving_nodes(graph.nodes, edges) | set(expansion.text_ids)
     degree: Counter[str] = Counter()
     kept_degree: Counter[str] = Counter()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..cache import result_key
 from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
 from ..errors import ModelError
-from ..records import Budget, ClaimSet, EdgeMatrix, EdgeRecord, RankedPaper, SearchHit, Seed
+from ..records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix, RankedPaper, SearchHit, Seed
 from ..settings import PipelineSettings
 from ..spend import SpendMeter, is_budget_failure
 from .budget import CachedWork, describe_budget, item_tokens
@@ -72,7 +72,6 @@ def score_edges(expansion: Expansion, claims: dict[str, ClaimSet], cached: Cache
 # ---- the cascade: offline everywhere, the model where it changes the answer --------------------------------
 
 ROUND_MIN = 16  # model items per cascade round at least (re-ranking between rounds costs milliseconds)
-MODEL, OFFLINE = "model", "offline"
 
 
 @dataclass
@@ -114,6 +113,9 @@ def edge_priority(edges: Sequence[Edge], results: Sequence[RankedPaper], matrice
     1. the edges of the evidence trails of the current top-k results, in result order;
     2. the other edges touching a top-k result, by result rank, closest decision first;
     3. every other edge, closest decision to θ/τ first (:func:`decision_margin`).
+
+    The margin is read at the model's θ (``settings.theta``), not at ``theta_lexical``: the question is
+    which edges the model's answer, which is read at θ, might decide differently from the offline one.
     """
     wanted = set(edges)
     out: list[tuple[Edge, str]] = []
@@ -274,7 +276,8 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         if not open_edges or meter.admit([0]) == 0:
             break
         if limited:
-            pruning = prune_graph(expansion, matrices(), seeds, settings, reference_year)
+            pruning = prune_graph(expansion, matrices(), seeds, settings, reference_year,
+                                  scorers={e: (MODEL if e in model_mats else OFFLINE, "") for e in edges})
             ranked = rank_papers(expansion, pruning, seeds, query_hits, settings)
             order = edge_priority(open_edges, ranked.results, matrices(), settings)
             remaining = meter.remaining_calls()
@@ -463,10 +466,3 @@ def legacy_scored(claims: dict[str, ClaimSet], matrices: dict[Edge, EdgeMatrix],
     if bad and 2 * len(bad) > len(items):
         scored.warnings.append(MOSTLY_FAILED_WARNING.format(failed=len(bad), asked=len(items)))
     return scored
-
-
-def label_edges(records: Sequence[EdgeRecord], scorers: Mapping[Edge, tuple[str, str]]) -> None:
-    """Write ``scorer`` and ``scorer_reason`` on each edge record of the trace."""
-    for rec in records:
-        scorer, reason = scorers.get((rec.citing, rec.cited), (OFFLINE, ""))
-        rec.scorer, rec.scorer_reason = scorer, reason

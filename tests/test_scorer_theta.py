@@ -1,0 +1,216 @@
+"""The scorer-aware threshold (issue 14): θ for edges a model scored, θ_lexical for edges the offline lexical
+scorer decided; the measured defaults; the presets; old traces; the record of which θ decided each edge."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from fake_model import fake_backend
+
+from crase_core import trace as trace_io
+from crase_core.backends import offline_backend
+from crase_core.config import add_arguments, settings_from_args
+from crase_core.errors import InputError
+from crase_core.expansion import ExpandedGraph
+from crase_core.html_export import export_data
+from crase_core.pipeline import Engine, run_query
+from crase_core.records import EdgeMatrix, EdgeRecord, Paper, Seed, SeedOrigin
+from crase_core.settings import PRESETS, ROUND3_DEFAULTS, PipelineSettings
+from crase_core.stages.expansion import Expansion
+from crase_core.stages.pruning import edge_theta, prune_graph
+from crase_core.termstats import TermStats
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
+QUERY = "black hole microstates anti-de Sitter"
+NEVER_PRUNES = ("scored by the offline lexical scorer, whose threshold θ_lexical = 0 never prunes "
+                "(measured: docs/benchmarks.md)")
+
+
+def _hand_graph() -> tuple[Expansion, dict[tuple[str, str], EdgeMatrix], list[Seed]]:
+    """Seed s; x cites s (lexical), y cites s (model), z cites s (model, above θ). Years: s 2016, others 2018."""
+    papers = {pid: Paper(pid, f"Paper {pid}", "", 2016 if pid == "s" else 2018) for pid in "sxyz"}
+    graph = ExpandedGraph(nodes=["s", "x", "y", "z"], edges=[("x", "s"), ("y", "s"), ("z", "s")], hop={})
+    matrices = {
+        ("x", "s"): EdgeMatrix([[0.5, 0.1], [0.2, 0.3]], "lexical"),  # best 0.5, 0.3: below 0.75
+        ("y", "s"): EdgeMatrix([[0.7], [0.74]], "model"),  # best 0.7, 0.74: below 0.75
+        ("z", "s"): EdgeMatrix([[0.8], [0.1]], "model"),  # 1 of 2 rows ≥ 0.75: Δ = 1/2
+    }
+    seeds = [Seed("s", [SeedOrigin(0, "sq", 1, 1, 1)])]
+    return Expansion(graph, papers, {"s"}, []), matrices, seeds
+
+
+SCORERS = {("x", "s"): ("offline", "outside the model budget"), ("y", "s"): ("model", "priority #1"),
+           ("z", "s"): ("model", "priority #2")}
+
+
+def _pruned(settings: PipelineSettings) -> dict[str, EdgeRecord]:
+    expansion, matrices, seeds = _hand_graph()
+    pruning = prune_graph(expansion, matrices, seeds, settings, reference_year=2020, scorers=SCORERS)
+    return {e.citing: e for e in pruning.edges}
+
+
+def test_a_lexical_edge_below_theta_is_kept_with_theta_lexical_0_and_the_model_edge_is_pruned():
+    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.0, tau=0.0, beta=0.5))
+    x, y, z = edges["x"], edges["y"], edges["z"]
+    # lexical: every row's best (0.5, 0.3) ≥ 0 → s = [1, 1], Δ = 1, w = 1 · 4^−½ (s is 4 years old in 2020)
+    assert (x.scorer, x.scorer_reason, x.theta) == ("offline", "outside the model budget", 0.0)
+    assert x.supported == [True, True] and x.delta == 1.0 and x.kept and x.weight == pytest.approx(0.5)
+    assert x.decision == f"kept: {NEVER_PRUNES}; Δ = 1 > τ = 0 (2 of 2 citing claims supported)"
+    # model: 0.7 and 0.74 < θ 0.75 → Δ = 0, pruned, and the decision names the model's θ
+    assert (y.scorer, y.theta, y.supported, y.delta, y.kept) == ("model", 0.75, [False, False], 0.0, False)
+    assert y.decision == "pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported at θ = 0.75, the model's threshold)"
+    assert z.delta == 0.5 and z.kept and z.weight == pytest.approx(0.25)
+    assert z.decision == "kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported at θ = 0.75, the model's threshold)"
+
+
+def test_theta_lexical_075_prunes_the_lexical_edge_and_leaves_the_model_edges_alone():
+    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.75, tau=0.0, beta=0.5))
+    x, y, z = edges["x"], edges["y"], edges["z"]
+    assert (x.theta, x.supported, x.delta, x.kept, x.weight) == (0.75, [False, False], 0.0, False, 0.0)
+    assert x.decision == ("pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported at θ_lexical = 0.75, the offline "
+                          "lexical scorer's threshold)")
+    assert (y.theta, y.delta, y.kept) == (0.75, 0.0, False)
+    assert (z.theta, z.delta, z.kept) == (0.75, 0.5, True)
+
+
+def test_each_threshold_moves_only_its_own_edges():
+    # θ_lexical 0.4: the lexical edge's first row (0.5) is supported, the second (0.3) not
+    x = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.4))["x"]
+    assert (x.theta, x.supported, x.delta, x.kept) == (0.4, [True, False], 0.5, True)
+    assert x.decision.endswith("(1 of 2 citing claims supported at θ_lexical = 0.4, the offline lexical scorer's "
+                               "threshold)")
+    # θ 0.7 for the model: y's rows 0.7 and 0.74 are supported now; the lexical edge still at θ_lexical 0
+    edges = _pruned(PipelineSettings(theta=0.7, theta_lexical=0.0))
+    assert (edges["y"].theta, edges["y"].delta, edges["y"].kept) == (0.7, 1.0, True)
+    assert (edges["x"].theta, edges["x"].delta) == (0.0, 1.0)
+
+
+def test_an_edge_the_scorers_do_not_list_is_a_lexical_edge_and_a_failed_one_is_pruned_whatever_theta():
+    expansion, matrices, seeds = _hand_graph()
+    matrices[("x", "s")] = EdgeMatrix([], "lexical", error="paper x has no claims (no abstract)")
+    pruning = prune_graph(expansion, matrices, seeds, PipelineSettings(theta_lexical=0.0), reference_year=2020,
+                          scorers={})
+    x = next(e for e in pruning.edges if e.citing == "x")
+    assert (x.scorer, x.theta, x.kept, x.delta) == ("offline", 0.0, False, 0.0)
+    assert x.decision == "pruned: scoring failed (paper x has no claims (no abstract)), Δ = 0 ≤ τ = 0"
+    assert all(e.scorer == "offline" and e.theta == 0.0 for e in pruning.edges)
+
+
+def test_edge_theta_resolves_by_scorer():
+    s = PipelineSettings(theta=0.8, theta_lexical=0.3)
+    assert edge_theta("model", s) == 0.8 and edge_theta("offline", s) == 0.3
+
+
+def test_defaults_are_the_measured_configuration():
+    s = PipelineSettings()
+    assert (s.L, s.theta, s.theta_lexical, s.query_seeds, s.text_rank_weight, s.text_rank_confidence) == (
+        5, 0.75, 0.0, 5, 0.5, 0.35)
+    assert (s.ranker, s.fusion, s.tau, s.preset) == ("salsa", "restart-rrf", 0.0, "default")
+    # --preset hybrid is the default with one sub-query, nothing else
+    assert PRESETS["hybrid"] == {"L": 1}
+    assert PipelineSettings.from_preset("hybrid") == PipelineSettings(L=1, preset="hybrid")
+
+
+def _cli(*argv: str) -> PipelineSettings:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return settings_from_args(p.parse_args(list(argv))).pipeline
+
+
+def test_preset_paper_is_the_papers_configuration():
+    paper = PipelineSettings(ranker="ppr", personalization="uniform", alpha=0.15, text_candidates=0, hops=1.5, m=10,
+                             beta=0.5, theta=0.75, theta_lexical=0.75, tau=0.0, fusion="none", query_seeds=0,
+                             text_rank_weight=0.4, text_rank_confidence=0.0, preset="paper")
+    assert PipelineSettings.from_preset("paper") == paper
+    assert _cli("--preset", "paper") == paper
+    assert _cli("--theta-lexical", "0.5").theta_lexical == 0.5 and _cli().theta_lexical == 0.0
+    with pytest.raises(InputError, match=r"--theta-lexical must be in \[0, 1\] \(got 1.5\)"):
+        _cli("--theta-lexical", "1.5")
+
+
+def test_a_run_records_the_theta_of_each_edge_offline_and_in_the_cascade(tiny_source):
+    stats = TermStats.from_index(tiny_source.text_index)
+    settings = PipelineSettings(m=3, L=2, theta=0.75, theta_lexical=0.0, llm_budget=4, llm_token_budget=0)
+    offline = run_query(QUERY, Engine(tiny_source, offline_backend(stats), None), settings, now=NOW)
+    assert offline.edges and all(e.scorer == "offline" and e.theta == 0.0 for e in offline.edges)
+    assert all(e.kept for e in offline.edges if not e.error and e.matrix)  # θ_lexical 0 never prunes
+    # the model backend within 4 calls: one edge by the model (at θ), every other by the fallback (at θ_lexical)
+    backend, _ = fake_backend(stats)
+    mixed = run_query(QUERY, Engine(tiny_source, backend, None), settings, now=NOW)
+    model = [e for e in mixed.edges if e.scorer == "model"]
+    lexical = [e for e in mixed.edges if e.scorer == "offline"]
+    assert len(model) == 1 and lexical
+    assert model[0].theta == 0.75 and model[0].decision.endswith("at θ = 0.75, the model's threshold)")
+    assert all(e.theta == 0.0 and (e.kept or e.error) for e in lexical)
+    assert mixed.threshold(model[0]) == ("θ", 0.75) and mixed.threshold(lexical[0]) == ("θ_lexical", 0.0)
+    # θ_lexical 0.75: the fallback's edges are judged like the model's again
+    strict = run_query(QUERY, Engine(tiny_source, fake_backend(stats)[0], None),
+                       settings.replace(theta_lexical=0.75), now=NOW)
+    assert all(e.theta == 0.75 for e in strict.edges)
+    assert any(not e.kept and not e.error for e in strict.edges if e.scorer == "offline")
+
+
+def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source):
+    engine = Engine(tiny_source, offline_backend(TermStats.from_index(tiny_source.text_index)), None)
+    t = run_query(QUERY, engine, PipelineSettings(m=3, L=2, theta_lexical=0.75, query_seeds=0,
+                                                  text_rank_weight=0.4, text_rank_confidence=0.0), now=NOW)
+    data = json.loads(trace_io.dumps(t))
+    for name in ("theta_lexical", "query_seeds", "text_rank_weight", "text_rank_confidence"):
+        del data["settings"][name]
+    for e in data["edges"]:
+        del e["theta"]
+    old = trace_io.from_dict(data)
+    assert old.settings == t.settings and old.edges == t.edges  # what the run had, not today's defaults
+    assert {k: getattr(old.settings, k) for k in ROUND3_DEFAULTS} == ROUND3_DEFAULTS
+    # an old trace run at θ 0.6 was judged at 0.6 for every edge
+    data["settings"]["theta"] = 0.6
+    assert trace_io.from_dict(data).settings.theta_lexical == 0.6
+    assert all(e.theta == 0.6 for e in trace_io.from_dict(data).edges)
+    # a hand-built record without θ falls back to the settings by scorer
+    assert t.threshold(EdgeRecord("a", "b", scorer="model")) == ("θ", 0.75)
+    assert t.threshold(EdgeRecord("a", "b")) == ("θ_lexical", 0.75)
+
+
+def test_the_html_export_carries_each_edges_threshold(tiny_source):
+    engine = Engine(tiny_source, offline_backend(TermStats.from_index(tiny_source.text_index)), None)
+    t = run_query(QUERY, engine, PipelineSettings(m=3, L=2, theta_lexical=0.0), now=NOW)
+    data = export_data(t)
+    assert (data["theta"], data["theta_lexical"]) == (0.75, 0.0)
+    assert data["edges"] and all((e["scorer"], e["theta_name"], e["theta"]) == ("offline", "θ_lexical", 0.0)
+                                 for e in data["edges"])
+
+
+def _eval_dev():
+    spec = importlib.util.spec_from_file_location("eval_dev", ROOT / "benchmarks" / "eval_dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_dev_run_still_runs_what_it_ran():
+    ev = _eval_dev()
+    runs = {name: ev.settings_of(run.overrides) for name, run in ev.RUNS.items()}
+    assert runs["crase"] == PipelineSettings()
+    assert runs["preset-hybrid"] == PipelineSettings.from_preset("hybrid")
+    assert runs["paper"] == PipelineSettings.from_preset("paper")
+    round3 = PipelineSettings(**ROUND3_DEFAULTS)
+    assert runs["round3-default"] == round3
+    assert runs["no-pruning"] == round3.replace(theta=0.0, theta_lexical=0.0)
+    assert runs["hybrid-keep-planning"] == round3.replace(theta=0.0, theta_lexical=0.0, query_seeds=5,
+                                                          text_rank_weight=0.5, text_rank_confidence=0.35)
+    # every run measured before the switch judged every edge at one θ, and got the round-3 values it does not name
+    for name, run in ev.RUNS.items():
+        if run.method != "crase" or name in ("crase", "preset-hybrid", "paper"):
+            continue
+        s = runs[name]
+        assert s.theta_lexical == s.theta, name
+        for knob, value in ROUND3_DEFAULTS.items():
+            if knob not in run.overrides:
+                assert getattr(s, knob) == value, (name, knob)
