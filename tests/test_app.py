@@ -30,6 +30,25 @@ BUDGET_RE = re.compile(r"\*\*Budget: ([\d,]+) scoring operations\*\* = 1 plan \+
                        r"compute\*\*\. The offline backend runs no model")
 
 
+def _library_ranking(settings) -> list[str]:
+    """The ranked ids of QUERY on the app's corpus (the hostile fixture) with the offline backend, by the library."""
+    from crase_core.backends import offline_backend
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.sources.local import LocalSource
+    from crase_core.termstats import TermStats
+
+    source = LocalSource.open(ROOT / "tests" / "fixtures" / "hostile_corpus")
+    trace = run_query(QUERY, Engine(source, offline_backend(TermStats.from_index(source.text_index))), settings)
+    return [r.paper_id for r in trace.results]
+
+
+def with_lexical_pruning(at: AppTest) -> AppTest:
+    """Set the form's θ_lexical to 0.75, so the offline scorer's edges below it are pruned (the default, 0,
+    prunes none): for the flows that need a pruned edge."""
+    at.slider(key="set_theta_lexical").set_value(0.75)
+    return at
+
+
 def _all_markdown(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown) + "\n".join(c.value for c in at.caption)
 
@@ -42,10 +61,11 @@ def test_search_runs_saves_and_escapes(app_env):
     at = _search(at, QUERY)
     assert not at.exception and not at.error
     trace = at.session_state["trace"]
-    assert trace.query == QUERY and len(trace.results) == 6
     from crase_core.settings import PipelineSettings
 
     assert trace.settings == PipelineSettings()  # the form's untouched defaults are the library's
+    # and the ranking is the library's for them, on the same corpus
+    assert trace.query == QUERY and [r.paper_id for r in trace.results] == _library_ranking(PipelineSettings())
     text = _all_markdown(at)
     # the hostile title is rendered escaped (as text), never as raw HTML
     assert "&lt;script&gt;alert\\('xss'\\)&lt;/script&gt;" in text
@@ -97,6 +117,12 @@ def test_pages_after_a_run(app_env):
     assert any(edge.citing in m.value and edge.cited in m.value and m.value.startswith("##### Edge") for m in at.markdown)
     assert any(s.value.startswith("Decision — kept") for s in at.success)
     assert any("Entailment matrix" in m.value for m in at.markdown)
+    # the offline backend's edges are judged at θ_lexical (0 by default), and the inspector says so
+    assert (edge.scorer, edge.theta) == ("offline", 0.0)
+    assert any(s.value == f"Decision — {md_escape(edge.decision)}" and "θ\\_lexical = 0 never prunes" in s.value
+               for s in at.success)
+    assert any("outlined cells are ≥ θ_lexical = 0 (the threshold of edges the offline lexical scorer decided)"
+               in m.value for m in at.markdown)
     at.session_state["selected"] = {"kind": "node", "id": "h001"}
     at.run()
     assert not at.exception
@@ -110,8 +136,14 @@ def test_pages_after_a_run(app_env):
     assert {m.label: m.value for m in at.metric} == {
         "sub-queries": str(len(trace.plan.subqueries)), "seeds |S|": str(len(trace.seeds)),
         "✓ kept": str(kept), "✗ pruned": str(pruned)}
+    # the plan's sub-queries, then the question's own search (query_seeds, on by default) under its own heading
+    planned = [r for r in trace.subquery_results if r.index < len(trace.plan.subqueries)]
+    question = [r for r in trace.subquery_results if r.index >= len(trace.plan.subqueries)]
+    assert trace.settings.query_seeds > 0 and [r.subquery for r in question] == [QUERY]
     assert [m.value for m in at.markdown if m.value.startswith("#### ρ")] == [
-        f"#### ρ{r.index + 1} “{md_escape(r.subquery)}”" for r in trace.subquery_results]
+        f"#### ρ{r.index + 1} “{md_escape(r.subquery)}”" for r in planned]
+    assert [m.value for m in at.markdown if m.value.startswith("#### The question itself")] == [
+        f"#### The question itself “{md_escape(QUERY)}”"]
     assert len(at.dataframe) == len(trace.subquery_results)
     fate = {s.paper_id: "✓" if s.fate == "kept" else "✗" for s in trace.seeds}
     for table, sqr in zip(at.dataframe, trace.subquery_results, strict=True):
@@ -148,10 +180,12 @@ def test_pages_after_a_run(app_env):
 
 
 def test_audit_verdicts_persist(app_env):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at = with_lexical_pruning(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run())
     at = _search(at, QUERY)
     trace = at.session_state["trace"]
+    assert trace.settings.theta_lexical == 0.75
     edge = next(e for e in trace.edges if not e.kept)
+    assert "at θ_lexical = 0.75, the offline lexical scorer's threshold" in edge.decision
     at.text_input(key="auditor_input").input("Ana")
     at.switch_page("app_pages/1_Evidence_graph.py")
     at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}

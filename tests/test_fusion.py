@@ -80,7 +80,8 @@ def test_restart_rrf_fuses_the_restart_order_with_the_search_engines_own_ranks()
     # paper outside the graph 2: its rank counts, the paper does not join). μ = 0.5, k = 1:
     # a = 0.5/3 = 0.16667; b = 0.5/2 + 0.5/4 = 0.375; c = 0.5/4 + 0.5/2 = 0.375 (tie: b is earlier in ORDER)
     hits = [hit("c", 2.0, 1), hit("outside", 3.0, 2), hit("b", 4.0, 3)]
-    s = PipelineSettings(fusion="restart-rrf", fusion_weight=0.5, query_power=1.0, text_rank_weight=0.5, rrf_k=1.0)
+    s = PipelineSettings(fusion="restart-rrf", fusion_weight=0.5, query_power=1.0, text_rank_weight=0.5,
+                         text_rank_confidence=0.0, rrf_k=1.0)  # κ 0: μ fixed, whatever the search's confidence
     fused = final_scores(s, WALK, [], ORDER, hits)
     assert fused == pytest.approx({"a": 0.5 / 3, "b": 0.375, "c": 0.375})
     assert "outside" not in fused

@@ -5,6 +5,7 @@ final fusion (``text_rank_confidence``); and that none of these paths ever surfa
 from __future__ import annotations
 
 import pytest
+from pinned_settings import pinned
 
 from crase_core.backends import offline_backend
 from crase_core.errors import InputError
@@ -112,7 +113,7 @@ def test_text_floor_in_the_pipeline_puts_the_searchs_top_hits_in_the_top_k(tiny_
     # the search ranks 9901001, 0001001, 9802001, 9801001; the fused ranking puts 0001001 4th. With k = 3 and
     # floor 2 it must stand no lower than 3 − 2 + 2 = 3: it takes 9802001's place (and score)
     query = "black hole microstates anti-de Sitter holography entropy counting"
-    settings = PipelineSettings(m=2, k=3, L=1, text_candidates=100)
+    settings = pinned(m=2, k=3, L=1, text_candidates=100)
     engine = Engine(tiny_source, offline_backend())
     before = run_query(query, engine, settings)
     assert [h.paper_id for h in before.query_hits] == ["9901001", "0001001", "9802001", "9801001"]
@@ -128,7 +129,7 @@ def test_a_paper_that_joins_only_for_the_floor_stays_out_of_the_walk_and_is_plac
     # "entropy": the search ranks 9801001 first, but the one seed (0001001) does not reach it in one hop and
     # there are no text candidates. With floor 2 it joins V for the floor alone: no walk score, no fusion,
     # placed no lower than 3 − 2 + 1 = 2, taking the score of the paper it displaced (0001001, 0.083)
-    settings = PipelineSettings(m=1, k=3, L=1, hops=1.0, text_candidates=0)
+    settings = pinned(m=1, k=3, L=1, hops=1.0, text_candidates=0)
     engine = Engine(tiny_source, offline_backend())
     before = run_query("entropy", engine, settings)
     assert [h.paper_id for h in before.query_hits][:2] == ["9801001", "0001001"]

@@ -89,7 +89,8 @@ def test_pipeline_end_to_end_then_fully_cached(llm_server, tmp_path):
     os.environ["CRASE_TEST_LLM_KEY"] = SECRET
     options["api_key_env"] = "CRASE_TEST_LLM_KEY"
     config = RuntimeConfig(backend="openai", cache_dir=str(tmp_path), llm=LLMSettings(**options))
-    settings = PipelineSettings(m=1, L=1, search_limit=5, hops=1, neighbor_cap=1, k=10)
+    # a tiny graph: one seed (no seeds from the question's own search) and at most one neighbour each way
+    settings = PipelineSettings(m=1, L=1, search_limit=5, hops=1, neighbor_cap=1, k=10, query_seeds=0)
     query = "tachyon condensation on unstable D-branes"
     engine = build_engine(config)
     trace = run_query(query, engine, settings)

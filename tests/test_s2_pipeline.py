@@ -40,7 +40,8 @@ def expected_graph(fake: FakeS2, seeds: list[str]) -> tuple[set[str], set[tuple[
 
 
 def test_pipeline_runs_on_the_replayed_graph_and_reruns_for_free(fake, tmp_path):
-    settings = PipelineSettings(m=4, L=2, search_limit=20, k=20)
+    # the seeds are the two sub-queries' alone (no seeds from the question's own search): counted by hand below
+    settings = PipelineSettings(m=4, L=2, search_limit=20, k=20, query_seeds=0)
     engine = engine_for(fake, tmp_path)
     t = run_query(QUERY, engine, settings)
 

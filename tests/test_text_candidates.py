@@ -24,6 +24,8 @@ E15 = [("0001001", SEED), ("0001001", "9901001"), (SEED, "9801001"), ("9901001",
 # "Monte Carlo" occurs only in 9902001's abstract: the full query's hits are 9902001 (two matching terms,
 # rank 1) and 9802001 (one term of the same idf, rank 2). 9902001 is outside the graph.
 QUERY = "supergravity Monte Carlo"
+#: the seeds are the plan's alone (no seeds from the question's own search, which would make 9902001 a seed)
+PLAN_SEEDS = PipelineSettings(query_seeds=0)
 
 
 def engine(tiny_source, matrices=None):
@@ -32,7 +34,7 @@ def engine(tiny_source, matrices=None):
 
 def test_a_full_query_hit_outside_the_graph_joins_v_with_its_edges(tiny_source):
     eng = engine(tiny_source)
-    t = run_query(QUERY, eng, PipelineSettings(hops=1.5, text_candidates=10), now=NOW)
+    t = run_query(QUERY, eng, PLAN_SEEDS.replace(hops=1.5, text_candidates=10), now=NOW)
     assert [h.paper_id for h in t.query_hits] == ["9902001", SEED]
     assert [n.paper.id for n in t.nodes] == GRAPH + ["9902001"]  # appended after the expanded graph
     assert {n.paper.id: n.role for n in t.nodes} == {SEED: "seed", "0001001": "expanded", "9801001": "expanded",
@@ -46,7 +48,7 @@ def test_a_full_query_hit_outside_the_graph_joins_v_with_its_edges(tiny_source):
 
 
 def test_text_candidates_zero_turns_it_off(tiny_source):
-    t = run_query(QUERY, engine(tiny_source), PipelineSettings(hops=1.5, text_candidates=0,
+    t = run_query(QUERY, engine(tiny_source), PLAN_SEEDS.replace(hops=1.5, text_candidates=0,
                                                                personalization="uniform"), now=NOW)
     assert [n.paper.id for n in t.nodes] == GRAPH
     assert [(e.citing, e.cited) for e in t.edges] == E15
@@ -56,7 +58,7 @@ def test_text_candidates_zero_turns_it_off(tiny_source):
 
 def test_text_candidates_counts_the_top_hits(tiny_source):
     # N = 1: only the top hit is considered; it is 9902001, outside the graph, so it still joins
-    t = run_query(QUERY, engine(tiny_source), PipelineSettings(hops=1.5, text_candidates=1), now=NOW)
+    t = run_query(QUERY, engine(tiny_source), PLAN_SEEDS.replace(hops=1.5, text_candidates=1), now=NOW)
     assert [n.paper.id for n in t.nodes if n.role == "text"] == ["9902001"]
 
 
@@ -65,7 +67,7 @@ def test_a_text_candidate_is_exempt_from_isolation_pruning(tiny_source):
     # the text candidate (same situation: all 1 of its edges pruned) stays, because its evidence is the text.
     zero = [[0.0]]
     eng = engine(tiny_source, {("0001001", "9902001"): zero, ("0001001", SEED): zero, ("0001001", "9901001"): zero})
-    t = run_query(QUERY, eng, PipelineSettings(hops=1.5, text_candidates=10), now=NOW)
+    t = run_query(QUERY, eng, PLAN_SEEDS.replace(hops=1.5, text_candidates=10), now=NOW)
     assert not t.edge("0001001", "9902001").kept
     assert not t.node("0001001").kept
     assert t.node("0001001").prune_reason == "isolated: all 3 of its edges were pruned"
@@ -81,7 +83,7 @@ def test_a_text_candidate_is_exempt_from_isolation_pruning(tiny_source):
 def test_a_text_candidate_reason_matches_the_restart_in_use(tiny_source):
     eng = engine(tiny_source, {("0001001", "9902001"): [[0.0]]})
     # the walk's own score (no fusion with the text score)
-    t = run_query(QUERY, eng, PipelineSettings(hops=1.5, text_candidates=10, personalization="uniform",
+    t = run_query(QUERY, eng, PLAN_SEEDS.replace(hops=1.5, text_candidates=10, personalization="uniform",
                                                fusion="none"), now=NOW)
     r = next(r for r in t.results if r.paper_id == "9902001")
     assert r.score == 0.0  # the uniform restart puts all its mass on the seed; no kept edge leads here
@@ -90,7 +92,7 @@ def test_a_text_candidate_reason_matches_the_restart_in_use(tiny_source):
 
 def test_a_text_candidate_with_a_kept_edge_gets_a_trail_instead(tiny_source):
     # Δ = 1 everywhere: the seed → (against 0001001→seed) 0001001 → (along 0001001→9902001) 9902001
-    t = run_query(QUERY, engine(tiny_source), PipelineSettings(hops=1.5, text_candidates=10), now=NOW)
+    t = run_query(QUERY, engine(tiny_source), PLAN_SEEDS.replace(hops=1.5, text_candidates=10), now=NOW)
     r = next(r for r in t.results if r.paper_id == "9902001")
     assert [(s.source, s.target, s.along_citation) for s in r.trail] == [
         (SEED, "0001001", False), ("0001001", "9902001", True)]
@@ -110,7 +112,7 @@ def test_a_text_candidate_with_a_kept_edge_gets_a_trail_instead(tiny_source):
 ])
 def test_candidate_edges_below_hops_one_and_a_half_must_touch_a_seed(tiny_source, hops, edges):
     t = run_query("supergravity derive", engine(tiny_source),
-                  PipelineSettings(hops=hops, neighbor_cap=1, text_candidates=10), now=NOW)
+                  PLAN_SEEDS.replace(hops=hops, neighbor_cap=1, text_candidates=10), now=NOW)
     assert {h.paper_id for h in t.query_hits} == {SEED, "9901001", "0001001"}
     assert [n.paper.id for n in t.nodes] == [SEED, "0001001", "9801001", "9901001"]
     assert [n.role for n in t.nodes] == ["seed", "expanded", "expanded", "text"]

@@ -1,0 +1,21 @@
+"""The settings hand-checked tests on the tiny corpora pin their exact numbers to, named in one place.
+
+Their expected graphs, decisions and rankings were worked out with the lexical scorer's edges pruned at θ 0.75
+like a model's (``theta_lexical`` 0.75), the seeds of the plan alone (``query_seeds`` 0) and a fixed search-rank
+weight μ 0.4 (``text_rank_weight`` 0.4, ``text_rank_confidence`` 0): the defaults before issue 14 switched them.
+:func:`pinned` gives those values explicitly, so a later change of a default does not move these tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crase_core.settings import PipelineSettings
+
+PINNED: dict[str, Any] = {"theta_lexical": 0.75, "query_seeds": 0, "text_rank_weight": 0.4,
+                          "text_rank_confidence": 0.0}
+
+
+def pinned(**changes: Any) -> PipelineSettings:
+    """:class:`PipelineSettings` with :data:`PINNED`, then ``changes`` on top."""
+    return PipelineSettings(**{**PINNED, **changes})
