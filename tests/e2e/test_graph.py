@@ -157,9 +157,10 @@ def test_twenty_edge_clicks_open_exactly_that_edge(demo_run):
 
 
 # the fitted view, then 2.5× zooms on a grid of points of it
-# the default view, then 12 regions at 2.5×, then (edges that meet near a hub) the same regions at 5×
-ZOOMS: list[list[float] | None] = [None] + [[fx, fy, k] for k in (2.5, 5.0) for fy in (0.35, 0.6, 0.85)
-                                            for fx in (0.2, 0.4, 0.6, 0.8)]
+# the default view, then 35 regions at 2.5×, then (edges that meet near a hub) the same regions at 5× (the
+# default keeps every lexically scored edge, θ_lexical 0: the view holds more edges close together)
+ZOOMS: list[list[float] | None] = [None] + [[fx, fy, k] for k in (2.5, 5.0) for fy in (0.2, 0.35, 0.5, 0.65, 0.8)
+                                            for fx in (0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95)]
 ZOOM_JS = """
 ([fx, fy, k]) => {
   const net = window.craseGraph.network;
