@@ -153,7 +153,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
               "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
-              "scorer": e.scorer, "theta_name": trace.threshold(e)[0], "theta": trace.threshold(e)[1]}
+              "scorer": e.scorer, **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
              for e in view_edges]
     claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
                                                         for c in cs.claims]}
