@@ -59,10 +59,12 @@ RUNS: dict[str, Run] = {
     "ppr": Run("crase", {**ROUND3, "ranker": "ppr"}, "round 3's default with PPR instead of SALSA (same fusion)"),
     "bm25": Run("bm25", {}, "BM25 on the query alone"),
     "dense": Run("dense", {}, "all-MiniLM-L6-v2 over the whole visible corpus"),
-    "seeds": Run("seeds", {}, "the seed set alone, by best search rank"),
-    "ppr-unpruned": Run("ppr-unpruned", {}, "1.5-hop PPR, unpruned, uniform weights, seed restart, α 0.15"),
-    "citations": Run("citations", {}, "in-degree inside the graph"),
-    "recency": Run("recency", {}, "newest first"),
+    # the graph baselines rank round 3's candidate pool (the seeds of the plan alone, no question seeds)
+    "seeds": Run("seeds", dict(ROUND3), "the seed set alone, by best search rank (round 3's seeds)"),
+    "ppr-unpruned": Run("ppr-unpruned", dict(ROUND3), "1.5-hop PPR, unpruned, uniform weights, seed restart, "
+                        "α 0.15 (round 3's graph)"),
+    "citations": Run("citations", dict(ROUND3), "in-degree inside the graph (round 3's graph)"),
+    "recency": Run("recency", dict(ROUND3), "newest first (round 3's graph)"),
     "paper": Run("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
     # ablations of round 3's default: only the named part changes
     "no-planning": Run("crase", {**ROUND3, "L": 1}, "planning off: one sub-query (the question's rarest content "
