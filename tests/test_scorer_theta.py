@@ -214,3 +214,17 @@ def test_every_dev_run_still_runs_what_it_ran():
         for knob, value in ROUND3_DEFAULTS.items():
             if knob not in run.overrides:
                 assert getattr(s, knob) == value, (name, knob)
+
+
+def test_the_default_ranks_like_the_measured_run_with_the_offline_backend(hepth_engine):
+    """θ_lexical 0 with the offline backend (every edge lexical) is θ 0 for every edge: the default gives the
+    ranking of the dev run it was chosen from (`hybrid-keep-planning`, θ 0), on the real corpus."""
+    ev = _eval_dev()
+    measured = ev.settings_of(ev.RUNS["hybrid-keep-planning"].overrides)
+    assert (measured.theta, measured.theta_lexical) == (0.0, 0.0) and PipelineSettings().theta == 0.75
+    query = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]["query"]
+    default = run_query(query, hepth_engine, PipelineSettings(), now=NOW)
+    same = run_query(query, hepth_engine, measured, now=NOW)
+    assert len(default.results) == 50
+    assert [r.paper_id for r in default.results] == [r.paper_id for r in same.results]
+    assert [(e.delta, e.weight, e.kept) for e in default.edges] == [(e.delta, e.weight, e.kept) for e in same.edges]
