@@ -20,6 +20,7 @@ from crase_core.expansion import ExpandedGraph
 from crase_core.html_export import export_data
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import EdgeMatrix, EdgeRecord, Paper, Seed, SeedOrigin
+from crase_core.runs import RunStore
 from crase_core.settings import PRESETS, ROUND3_DEFAULTS, PipelineSettings
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import edge_theta, prune_graph
@@ -156,7 +157,7 @@ def test_a_run_records_the_theta_of_each_edge_offline_and_in_the_cascade(tiny_so
     assert any(not e.kept and not e.error for e in strict.edges if e.scorer == "offline")
 
 
-def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source):
+def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source, tmp_path):
     engine = Engine(tiny_source, offline_backend(TermStats.from_index(tiny_source.text_index)), None)
     t = run_query(QUERY, engine, PipelineSettings(m=3, L=2, theta_lexical=0.75, query_seeds=0,
                                                   text_rank_weight=0.4, text_rank_confidence=0.0), now=NOW)
@@ -168,6 +169,11 @@ def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source):
     old = trace_io.from_dict(data)
     assert old.settings == t.settings and old.edges == t.edges  # what the run had, not today's defaults
     assert {k: getattr(old.settings, k) for k in ROUND3_DEFAULTS} == ROUND3_DEFAULTS
+    # a run saved before the split opens from the saved-runs folder the same way
+    store = RunStore(tmp_path / "runs")
+    (tmp_path / "runs" / "20010601-old.json").write_text(json.dumps(data), encoding="utf-8")
+    assert store.load("20010601-old").settings == t.settings
+    assert [r.error for r in store.list()] == [""]
     # an old trace run at θ 0.6 was judged at 0.6 for every edge
     data["settings"]["theta"] = 0.6
     assert trace_io.from_dict(data).settings.theta_lexical == 0.6
