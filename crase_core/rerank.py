@@ -37,7 +37,7 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
     result, _, order = rank_graph(ranker, [n.paper.id for n in trace.nodes], alive,
                                   [n.paper.id for n in trace.nodes if n.role == "text"],
                                   ((e.citing, e.cited, e.weight) for e in trace.edges if e.kept), trace.seeds,
-                                  trace.query_hits, trace.settings)
+                                  trace.query_hits, trace.settings, query=trace.query)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

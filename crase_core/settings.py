@@ -166,6 +166,12 @@ class PipelineSettings:
         "its 10th hit over its first; 1 with fewer than 10 hits): μ(q) = clip(μ + κ·(g − ½), 0, 1). "
         "0 keeps μ fixed.", label="κ — search confidence slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
         when=When("fusion", ("restart-rrf",)))
+    text_rank_specificity: float = knob(
+        0.0, "η: the search-rank weight also follows the question's specificity s = clip((n − 6)/6, 0, 1), n its "
+        "distinct content words (a title or a few keywords: s = 0; a described question of 12+ words: s = 1): "
+        "μ(q) = clip(μ + κ·(g − ½) + η·(s − ½), 0, 1). 0 leaves the length out.",
+        label="η — question-length slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
+        when=When("fusion", ("restart-rrf",)))
     text_floor: int = knob(
         0, "Text floor: the full-query search's top K among the ranked papers are guaranteed a place in the "
         "top k (search rank s is placed no lower than k − K + s). Text candidates outside the citation "

@@ -12,7 +12,13 @@ from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
 from crase_core.settings import PipelineSettings
-from crase_core.stages.ranking import final_scores, search_confidence, search_rank_weight, text_floor
+from crase_core.stages.ranking import (
+    final_scores,
+    query_specificity,
+    search_confidence,
+    search_rank_weight,
+    text_floor,
+)
 from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds
 from crase_core.trails import seed_reason
 
@@ -159,6 +165,47 @@ def test_search_rank_weight_moves_mu_with_the_confidence_and_clips():
     assert search_rank_weight(s.replace(text_rank_confidence=0.0), hits) == 0.4
     assert search_rank_weight(s.replace(text_rank_confidence=2.0), hits[:3]) == 1.0  # 0.4 + 2·0.5 → clipped
     assert search_rank_weight(s.replace(text_rank_confidence=-2.0), hits[:3]) == 0.0
+
+
+def test_query_specificity_rises_with_the_questions_distinct_content_words():
+    # stop words do not count, repeated stems count once: 4 words → 0; 10 → (10 − 6)/6; 12 or more → 1
+    assert query_specificity("Boundary states for WZW models") == 0.0  # boundari, state, wzw, model
+    assert query_specificity("moduli space of multi-soliton solutions in noncommutative scalar field theory at "
+                             "large noncommutativity") == pytest.approx(4 / 6)  # noncommut twice: 10 stems
+    long = ("Which work computes anomalies of chiral fermions and self-dual tensors at intersections of D-branes "
+            "with orientifold planes, via path integrals and index theorems?")
+    assert query_specificity(long) == 1.0
+    assert query_specificity("") == 0.0 and query_specificity("of the and") == 0.0
+    assert query_specificity("a b c d e f g h", terms=(2, 6)) == 0.0  # single letters are not content words
+
+
+def test_search_rank_weight_moves_mu_with_the_specificity():
+    hits = [hit(f"p{i}", 10.0 - i * 0.5, i + 1) for i in range(12)]  # g = 0.45
+    s = PipelineSettings(text_rank_weight=0.5, text_rank_confidence=0.0, text_rank_specificity=0.4)
+    assert search_rank_weight(s, hits, 0.0) == pytest.approx(0.3)  # 0.5 + 0.4·(0 − 0.5): a title trusts the walk
+    assert search_rank_weight(s, hits, 1.0) == pytest.approx(0.7)  # a described question trusts the search
+    assert search_rank_weight(s, hits) == 0.5  # specificity ½: no shift
+    both = s.replace(text_rank_confidence=1.0)
+    assert search_rank_weight(both, hits, 1.0) == pytest.approx(0.65)  # 0.5 − 0.05 + 0.2
+    assert search_rank_weight(s.replace(text_rank_specificity=2.0), hits, 1.0) == 1.0  # clipped
+    assert "text_rank_specificity" in PipelineSettings(fusion="rrf").inapplicable()
+
+
+def test_a_runs_mu_follows_its_question_and_rerank_reproduces_it(hepth_engine):
+    from crase_core.rerank import rerank
+
+    # a 2-stem title (s = 0): η −2 gives μ(q) = 1 (the search's order), η 2 gives μ(q) = 0 (the walk's)
+    base = PipelineSettings(L=1, text_rank_weight=0.5, text_rank_confidence=0.0)
+    query = "noncommutative solitons"
+    orders = []
+    for eta in (-2.0, 2.0):
+        trace = run_query(query, hepth_engine, base.replace(text_rank_specificity=eta))
+        orders.append([r.paper_id for r in trace.results])
+        again = rerank(trace, trace.settings.ranker)
+        assert {n.paper.id: n.rank for n in trace.nodes if n.kept} == again.ranks
+    assert orders[0] != orders[1]
+    search_first = [h.paper_id for h in trace.query_hits[:3]]
+    assert orders[0][:3] == search_first  # μ(q) = 1: the final fusion follows the search's own ranking
 
 
 def test_final_scores_use_the_per_query_mu():
