@@ -35,6 +35,12 @@ class Run(NamedTuple):
     variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
 
 
+#: round 5's configuration (issue 14), as overrides of the round-3 default
+ROUND5: dict[str, Any] = {"L": 1, "theta": 0.0, "query_seeds": 5, "proximity_weight": 0.2, "anchor_restart_weight": 0.1,
+                          "text_rank_weight": 0.55, "text_rank_confidence": 0.25, "text_rank_specificity": 0.4}
+ROUND5_WHAT = ("L 1, θ 0, hybrid seeds 5, term proximity w 0.2, anchor text in the restart 0.1, "
+               "μ(q) = clip(0.55 + 0.25·(g − ½) + 0.4·(s − ½))")
+
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
     "crase": Run("crase", {}, "the default configuration"),
@@ -126,6 +132,23 @@ RUNS: dict[str, Run] = {
     "hybrid-L5-kappa-0.5": Run("crase", {"L": 5, "theta": 0.0, "query_seeds": 5, "text_rank_weight": 0.5,
                                               "text_rank_confidence": 0.5},
                                     "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
+    # round 5: term proximity in the search and the question's specificity in μ(q), on the round-4 hybrid
+    **{name: Run("crase", {**ROUND5, **change}, what, variant)
+       for name, change, what, variant in (
+           ("round5", {}, "round 5's configuration: " + ROUND5_WHAT, None),
+           ("round5-no-proximity", {"proximity_weight": 0.0}, "round 5 without term proximity (w 0)", None),
+           ("round5-no-specificity", {"text_rank_specificity": 0.0}, "round 5 without the specificity term (η 0)",
+            None),
+           ("round5-no-confidence", {"text_rank_confidence": 0.0}, "round 5 without the confidence term (κ 0)",
+            None),
+           ("round5-no-anchor-restart", {"anchor_restart_weight": 0.0},
+            "round 5 without anchor text in the restart", None),
+           ("round5-no-query-seeds", {"query_seeds": 0}, "round 5 without the question's own seeds", None),
+           ("round5-pruning", {"theta": 0.75}, "round 5 with lexical pruning (θ 0.75)", None),
+           ("round5-planning", {"L": 5}, "round 5 with planning (L 5 sub-queries)", None),
+           ("round5-relevance-seeds", {}, "round 5 with seeds by relevance alone (no recency)", "relevance-seeds"),
+           ("round5-no-recency-weight", {"beta": 0.0}, "round 5 without recency weighting (β 0)", None),
+       )},
 }
 #: families of configurations whose choice is checked split-half (each with the default as a candidate)
 FAMILIES: dict[str, tuple[str, ...]] = {
