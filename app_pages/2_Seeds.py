@@ -27,6 +27,10 @@ st.caption(f"Planner: {md_escape(plan.planner)}" + (" (cached)" if plan.cached e
            + (f" · notes: {md_escape('; '.join(plan.notes))}" if plan.notes else ""))
 if plan.error:
     st.warning(f"The planner failed: {md_escape(plan.error)}")
+proximity = getattr(trace.settings, "proximity_weight", 0.0)
+if proximity > 0:
+    st.caption(f"Relevance ranks are the search's scores re-ranked by term proximity (w = {proximity:g}): a paper "
+               "whose title or abstract keeps the search's adjacent words together rises.")
 
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}

@@ -1,6 +1,6 @@
 """Core engine numbers on the embedded corpus (prints a table; not a test).
 
-    python benchmarks/core_bench.py [--queries PATH] [--n 20]
+    python benchmarks/core_bench.py [--queries PATH] [--n 20] [--preset NAME] [--set knob=value ...]
 
 Reports: corpus load and BM25 index build time and size (fresh cache dir);
 per-stage wall time, |V|, |E| for each query, cold (empty result cache),
@@ -34,6 +34,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=Path, default=next((p for p in DEFAULT_QUERIES if p.exists()), None))
     ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--preset", default="default", help="the settings preset to measure (default: the defaults)")
+    ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                    help="a pipeline setting on top of the preset, as JSON (e.g. --set L=5 --set theta=0.75)")
     args = ap.parse_args()
     if args.queries is None or not args.queries.exists():
         sys.exit("no query file found; pass --queries PATH (JSONL with a 'query' field)")
@@ -70,7 +73,9 @@ def main() -> None:
 
     source = LocalSource(corpus, index)
     engine = Engine(source, offline_backend(TermStats.from_index(index)), ResultCache(cache_root() / "results"))
-    settings = PipelineSettings()
+    changes = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    settings = PipelineSettings.from_preset(args.preset, **changes)
+    print(f"settings: preset {args.preset}" + (f", {changes}" if changes else ""))
     stages = ["plan", "seeds", "expansion", "budget", "claims", "entailment", "pruning", "ranking"]
     rows = {"cold": [], "warm (disk cache, new process state)": [], "warm (in-process cache)": []}
     traces = []

@@ -43,16 +43,19 @@ ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
 
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
-    "crase": Run("crase", {}, "the default configuration (L 5, θ 0.75 for model-scored edges and θ_lexical 0, "
-                 "hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½)))"),
+    "crase": Run("crase", {}, "the default configuration (issue 14 round 5: L 1, θ 0.75 for model-scored edges "
+                 "and θ_lexical 0, hybrid seeds 5, term proximity w 0.2, anchor text in the restart 0.1, "
+                 "μ(q) = clip(0.55 + 0.25·(g − ½) + 0.4·(s − ½)))"),
     "round3-default": Run("crase", dict(ROUND3), "round 3's default, the default before issue 14's round 4: θ "
                           "0.75 for every edge, no question seeds, μ 0.4 fixed"),
     "previous-default": Run("crase", {**ROUND3, "ranker": "ppr", "query_power": 12.0, "fusion": "rrf",
                                       "fusion_weight": 0.3},
                             "the default before round 3's: PPR, γ 12, RRF of the walk with the text score (λ 0.3, "
                             "k 10)"),
-    "preset-hybrid": Run("crase", {"preset": "hybrid"}, "--preset hybrid, round 4's measured best: the default "
-                         "with L 1 (θ_lexical 0, hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½)))"),
+    "preset-hybrid": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
+                                   "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
+                         "round 4's --preset hybrid (its measured best; the preset is gone, round 5's default "
+                         "supersedes it): L 1, θ 0, hybrid seeds 5, μ(q) = clip(0.5 + 0.35·(g − ½))"),
     "salsa-restart": Run("crase", {**ROUND3, "fusion": "restart", "fusion_weight": 0.65},
                          "SALSA + restart fusion (γ 16, λ 0.65) without the final search-rank fusion (round 3's "
                          "default otherwise)"),
@@ -68,7 +71,7 @@ RUNS: dict[str, Run] = {
     "recency": Run("recency", dict(ROUND3), "newest first (round 3's graph)"),
     "paper": Run("crase", {"preset": "paper"}, "the paper's configuration (--preset paper)"),
     # ablations of round 3's default: only the named part changes
-    "no-planning": Run("crase", {**ROUND3, "L": 1}, "planning off: one sub-query (the question's rarest content "
+    "no-planning": Run("crase", {**ROUND3, "L_offline": 1}, "planning off: one sub-query (the question's rarest content "
                        "words); round 3's default otherwise"),
     "no-pruning": Run("crase", {**ROUND3, "theta": 0.0, "theta_lexical": 0.0},
                       "pruning off: θ = θ_lexical = 0 keeps every edge with Δ = 1; round 3's default otherwise"),
@@ -87,7 +90,7 @@ RUNS: dict[str, Run] = {
     "phrase-planner": Run("crase", dict(ROUND3), "the corpus-aware phrase planner instead of the keyword planner "
                           "(round 3's default otherwise)", "phrase-planner"),
     # new ideas (issue 14, round 3), on round 3's default
-    "relevance-seeds-L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0},
+    "relevance-seeds-L1-theta0": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0},
                                      "seeds by relevance alone, one sub-query, no pruning", "relevance-seeds"),
     "prf-10": Run("crase", {**ROUND3, "feedback_docs": 10, "feedback_terms": 10, "feedback_weight": 0.3},
                   "pseudo-relevance feedback for the full-query search: 10 terms from the top 10, w 0.3"),
@@ -96,7 +99,7 @@ RUNS: dict[str, Run] = {
     "text-only-top50": Run("crase", {**ROUND3, "text_candidates": 50},
                            "BM25's top 50 outside the graph join the ranking (no edges: in effect only their "
                            "search-rank term of the final fusion)"),
-    "L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0},
+    "L1-theta0": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0},
                      "one sub-query and no pruning (the two stage ablations that helped the citation set, together)"),
     "anchor-0.05": Run("crase", {**ROUND3, "anchor_weight": 0.05},
                        "anchor text: the full-query search blended with the citers' text (weight 0.05)"),
@@ -119,19 +122,19 @@ RUNS: dict[str, Run] = {
                           "g = 1 − s₁₀/s₁ of the full-query search"),
     "confidence-1": Run("crase", {**ROUND3, "text_rank_weight": 0.4, "text_rank_confidence": 1.0},
                         "search-confidence weight: μ(q) = clip(0.4 + 1·(g − ½))"),
-    "hybrid-L1-theta0-confidence": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0,
+    "hybrid-L1-theta0-confidence": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0,
                                                  "query_seeds": 5, "text_rank_weight": 0.5,
                                                  "text_rank_confidence": 0.5},
                                        "one sub-query, no pruning, hybrid seeds (the question's top 5) and the "
                                        "search-confidence μ(q) = clip(0.5 + 0.5·(g − ½))"),
-    "hybrid-L1-theta0-confidence-floor25": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0,
+    "hybrid-L1-theta0-confidence-floor25": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0,
                                                          "query_seeds": 5, "text_rank_weight": 0.5,
                                                          "text_rank_confidence": 0.5, "text_floor": 25},
                                                "the same with a text floor of 25"),
-    "hybrid-L1-theta0": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5},
+    "hybrid-L1-theta0": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5},
                             "one sub-query, no pruning and hybrid seeds (fixed μ 0.4)"),
     # the tuning of μ(q) around the chosen combination (L 1, θ 0, hybrid seeds 5); --preset hybrid is μ 0.5, κ 0.35
-    **{f"hybrid-{label}": Run("crase", {**ROUND3, "L": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": qs,
+    **{f"hybrid-{label}": Run("crase", {**ROUND3, "L_offline": 1, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": qs,
                                         "text_rank_weight": mu, "text_rank_confidence": kappa, **extra},
                               f"L 1, θ 0, hybrid seeds {qs}, μ {mu}, κ {kappa}" + (f", {extra}" if extra else ""))
        for label, qs, mu, kappa, extra in (
@@ -147,10 +150,28 @@ RUNS: dict[str, Run] = {
     "hybrid-keep-planning": Run("crase", {**ROUND3, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
                                           "text_rank_weight": 0.5, "text_rank_confidence": 0.35},
                                 "round 4's --preset hybrid with planning kept (L 5) and θ 0 for every edge: with "
-                                "the offline backend the same ranking as the new default (θ_lexical 0)"),
-    "hybrid-L5-kappa-0.5": Run("crase", {**ROUND3, "L": 5, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
+                                "the offline backend the same ranking as round 4's default (θ_lexical 0)"),
+    "hybrid-L5-kappa-0.5": Run("crase", {**ROUND3, "L_offline": 5, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
                                          "text_rank_weight": 0.5, "text_rank_confidence": 0.5},
                                "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
+    # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
+    **{name: Run("crase", change, what, variant)
+       for name, change, what, variant in (
+           ("round5-no-proximity", {"proximity_weight": 0.0}, "the default without term proximity (w 0)", None),
+           ("round5-no-specificity", {"text_rank_specificity": 0.0},
+            "the default without the specificity term of μ(q) (η 0)", None),
+           ("round5-no-confidence", {"text_rank_confidence": 0.0},
+            "the default without the confidence term of μ(q) (κ 0)", None),
+           ("round5-no-anchor-restart", {"anchor_restart_weight": 0.0},
+            "the default without anchor text in the restart", None),
+           ("round5-no-query-seeds", {"query_seeds": 0}, "the default without the question's own seeds", None),
+           ("round5-pruning", {"theta_lexical": 0.75},
+            "the default with pruning of the lexically scored edges (θ_lexical 0.75)", None),
+           ("round5-planning", {"L_offline": 5}, "the default with planning (up to 5 sub-queries)", None),
+           ("round5-relevance-seeds", {}, "the default with seeds by relevance alone (no recency)",
+            "relevance-seeds"),
+           ("round5-no-recency-weight", {"beta": 0.0}, "the default without recency weighting (β 0)", None),
+       )},
 }
 #: families of configurations whose choice is checked split-half (each with the default it was measured against
 #: as a candidate: round 3's for the rounds before the switch)
@@ -167,11 +188,21 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "round 4: μ(q) of the hybrid configuration": (
         "preset-hybrid", "hybrid-kappa-0", "hybrid-kappa-0.25", "hybrid-L1-theta0-confidence",
         "hybrid-mu-0.45-kappa-0.5", "hybrid-mu-0.55-kappa-0.5", "hybrid-mu-0.55-kappa-0.75"),
-    "the default switch (scorer-aware θ)": ("crase", "round3-default", "preset-hybrid", "hybrid-keep-stages"),
+    "the default switch (scorer-aware θ)": ("round3-default", "preset-hybrid", "hybrid-keep-stages",
+                                            "hybrid-keep-planning"),
+    "round 5: the default and each part's ablation": (
+        "crase", "round5-no-proximity", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
+        "round5-no-query-seeds", "round5-pruning", "round5-planning", "round5-relevance-seeds",
+        "round5-no-recency-weight"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
                 "no-planning", "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
+
+
+def defined_on_round3(run: Run) -> bool:
+    """Whether ``run`` is a crase run defined on round 3's default (``{**ROUND3, …}``)."""
+    return run.method == "crase" and all(k in run.overrides for k in ROUND3)
 
 
 def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
@@ -221,7 +252,16 @@ def main() -> None:
         labelled = [(r.label, rows_of[r.label]) for r in runs]
         sections = [("By kind (95% bootstrap intervals over queries)", kind_table(labelled, kinds))]
         if "crase" in rows_of:
-            others = [(n, rows_of[n]) for n in rows_of if n != "crase"]
+            # a run defined on round 3's default is paired with it (a controlled comparison); the rest with the default
+            on_round3 = [n for n in rows_of if n != "round3-default" and defined_on_round3(RUNS[n])]
+            if "round3-default" in rows_of and on_round3:
+                sections.append(("Against round 3's default, the runs defined on it (Δ = run − round3-default; "
+                                 "paired permutation p-value)",
+                                 paired_table(("round3-default", rows_of["round3-default"]),
+                                              [(n, rows_of[n]) for n in on_round3], kinds)))
+            else:
+                on_round3 = []
+            others = [(n, rows_of[n]) for n in rows_of if n != "crase" and n not in on_round3]
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
             # the default against the text baseline and its predecessors

@@ -233,7 +233,8 @@ def run_query(
     if components.fallback is not None:
         with clock("entailment"):
             scored = cascade(build.expansion, build.cached, components, settings, build.seeding.seeds,
-                             build.seeding.query_hits, build.reference_year, progress, build.budget)
+                             build.seeding.query_hits, build.reference_year, progress, build.budget,
+                             query=build.query)
     else:
         with clock("claims"):
             claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)
@@ -247,7 +248,7 @@ def run_query(
                               scorers=scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
-                             progress, restart_hits=build.seeding.restart_hits)
+                             progress, restart_hits=build.seeding.restart_hits, query=build.query)
 
     counters = build.components.counters
     counters.external_calls = source.external_calls - external_before
@@ -261,6 +262,7 @@ def run_query(
         plan=build.plan,
         subquery_results=build.seeding.subquery_results,
         query_hits=build.seeding.query_hits,
+        restart_hits=build.seeding.restart_hits,
         seeds=build.seeding.seeds,
         nodes=pruning.nodes,
         claims=claims,

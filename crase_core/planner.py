@@ -44,7 +44,8 @@ _CLAUSE_SPLIT = re.compile(
 
 
 class Planner(Protocol):
-    """Turns a query into keyword sub-queries."""
+    """Turns a query into keyword sub-queries. A planner with a true ``offline`` attribute (the keyword and
+    phrase planners) plans with ``PipelineSettings.L_offline`` sub-queries, any other (a model) with ``L``."""
 
     identity: str
 
@@ -55,6 +56,7 @@ class KeywordPlanner:
     """Deterministic offline planner (see module docstring)."""
 
     identity = "keyword-planner/v1"
+    offline = True
 
     def __init__(self, idf: Callable[[str], float] | None = None, max_terms: int = 10):
         self._idf = idf or (lambda term: float(len(term)))
@@ -252,6 +254,7 @@ class PhrasePlanner:
     """
 
     identity = "phrase-planner/v1"
+    offline = True
 
     def __init__(self, vocabulary: FieldVocabulary, max_terms: int = 10, min_bigram: int = 3,
                  min_share: float = 0.05, min_npmi: float = 0.35, max_df_share: float = 0.05, max_aspects: int = 4,

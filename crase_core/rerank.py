@@ -4,9 +4,9 @@ The kept nodes, kept edges with their weights, the restart distribution
 (kept seeds, the run's ``personalization`` mode) and the fusion with the
 full-query text score (the run's ``fusion`` settings) are read from the trace,
 so ``rerank(trace, trace.settings.ranker)`` reproduces the run's own order,
-text floor (``text_floor``) included. A run with anchor text in the restart
-(``anchor_restart_weight``) is re-ranked with the plain search's restart: the
-trace does not keep the blended list. Pure function of the trace.
+text floor (``text_floor``), anchor text in the restart (the trace's
+``restart_hits``) and μ(q) (from the trace's query) included. Pure function of
+the trace.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
     result, _, order = rank_graph(ranker, [n.paper.id for n in trace.nodes], alive,
                                   [n.paper.id for n in trace.nodes if n.role == "text"],
                                   ((e.citing, e.cited, e.weight) for e in trace.edges if e.kept), trace.seeds,
-                                  trace.query_hits, trace.settings)
+                                  trace.query_hits, trace.settings, trace.restart_hits, query=trace.query)
     return Reranked(ranker, result, {n: i for i, (n, _) in enumerate(order, 1)})
 
 

@@ -43,29 +43,28 @@ FUSION_MODES: dict[str, str] = {
                    "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
-#: the values the knobs switched by issue 14 (round 4) had as defaults before (round 3's default, see
-#: docs/benchmarks.md "Chosen default and verdict"): one θ for every edge (θ_lexical = θ = 0.75), no question
-#: seeds, a fixed μ 0.4 (κ 0). A trace that does not record one of them ran with this value (θ_lexical: the
-#: trace's own θ; :mod:`crase_core.trace` fills them in), and the dev runs defined on that default name them.
-ROUND3_DEFAULTS: dict[str, Any] = {"theta_lexical": 0.75, "query_seeds": 0, "text_rank_weight": 0.4,
-                                   "text_rank_confidence": 0.0}
+#: the values the knobs switched by issue 14 (rounds 4 and 5) had in round 3's default (docs/benchmarks.md,
+#: "Chosen default and verdict"): five sub-queries for any planner, one θ for every edge (θ_lexical = θ = 0.75), no question
+#: seeds, no term proximity, no anchor text in the restart, a fixed μ 0.4 (κ = η = 0). A trace that does not
+#: record one of them ran with this value (θ_lexical: the trace's own θ; :mod:`crase_core.trace` fills them in),
+#: and the dev runs defined on that default name them.
+ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.75, "query_seeds": 0, "proximity_weight": 0.0,
+                                   "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
+                                   "text_rank_confidence": 0.0, "text_rank_specificity": 0.0}
 
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
-    # issue 14 round 4's measured configuration with planning kept (docs/benchmarks.md): L 5, θ 0.75 for the
-    # edges a model scored and θ_lexical 0 (no pruning) for those the offline lexical scorer decided, hybrid
-    # seeds (the question's own top 5 next to the recency-aware seeds) and μ from the full-query search's
-    # confidence, μ(q) = clip(0.5 + 0.35·(g − ½), 0, 1)
+    # issue 14 round 5's measured configuration with the offline backend (docs/benchmarks.md): one sub-query
+    # when an offline planner plans (L_offline 1; a model plans up to L 5) and the question's own top 5 as seeds, θ 0.75 for the edges a model scored and θ_lexical 0 (no
+    # pruning) for those the offline lexical scorer decided, term proximity in the search (w 0.2), anchor text
+    # in the walk's restart (0.1) and μ(q) = clip(0.55 + 0.25·(g − ½) + 0.4·(s − ½), 0, 1)
     "default": {},
-    # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query),
-    # seed restarts and no text-only candidates; one θ 0.75 for every edge whoever scored it, no question
-    # seeds, and μ fixed at its earlier 0.4 (inapplicable without restart-rrf fusion, kept for --fusion on top)
+    # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query, up to
+    # 5 sub-queries), seed restarts and no text-only candidates; one θ 0.75 for every edge whoever scored it, no
+    # question seeds, no term proximity or anchor text, and μ fixed at its earlier 0.4 (inapplicable without
+    # restart-rrf fusion, kept for --fusion on top)
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
-              "m": 10, "beta": 0.5, "theta": 0.75, "theta_lexical": 0.75, "tau": 0.0, "fusion": "none",
-              "query_seeds": 0, "text_rank_weight": 0.4, "text_rank_confidence": 0.0},
-    # issue 14 round 4's measured best on both dev sets with the offline backend: the default with one
-    # sub-query (L 1; the lexical scorer's edges are not pruned by default already)
-    "hybrid": {"L": 1},
+              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none", **ROUND3_DEFAULTS},
 }
 
 
@@ -81,10 +80,19 @@ class PipelineSettings:
                   form_max=500)
     m: int = knob(10, "Seeds kept per sub-query (top t of both relevance and recency).",
                   label="m — seeds per sub-query", minimum=1, form_max=50)
-    L: int = knob(5, "Maximum number of keyword sub-queries in the research plan.", label="L — sub-queries",
-                  minimum=1, maximum=20)
+    L: int = knob(5, "Maximum number of keyword sub-queries in the research plan when a model plans (the paper's "
+                  "planner).", label="L — sub-queries (model planner)", minimum=1, maximum=20)
+    L_offline: int = knob(
+        1, "Maximum number of sub-queries when an offline planner plans (the keyword planner; the phrase planner): "
+        "measured, more do not help with it (docs/benchmarks.md, issue 14 round 5); L is the model planner's.",
+        label="L — sub-queries (offline planner)", minimum=1, maximum=20)
     search_limit: int = knob(100, "Results requested from the one search call per sub-query.",
                              label="Search results per sub-query", minimum=1, maximum=1000)
+    proximity_weight: float = knob(
+        0.2, "w: every search's results are re-scored by term proximity, s + w·s₁·(share of the query's adjacent "
+        "word pairs that the paper's title or abstract also has adjacent), s₁ the list's best score "
+        "(crase_core.proximity; the sequential dependence model's ordered pairs). 0 turns it off.",
+        label="w — word-pair proximity in the search", minimum=0.0, maximum=2.0, step=0.05)
     hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
                        label="hops", choices=(1.0, 1.5, 2.0))
     neighbor_cap: int | None = knob(
@@ -151,7 +159,7 @@ class PipelineSettings:
         "its citers whose text holds each query term (crase_core.anchor; local corpus only). 0 turns it off.",
         label="Anchor-text weight", minimum=0.0, maximum=1.0, step=0.05)
     anchor_restart_weight: float = knob(
-        0.0, "Weight of anchor-text retrieval in the walk's restart only: the restart distribution reads the "
+        0.1, "Weight of anchor-text retrieval in the walk's restart only: the restart distribution reads the "
         "full-query search blended with the citers' text (crase_core.anchor), while the text candidates and "
         "the final fusion keep the plain search. 0 turns it off.", label="Anchor-text weight in the restart",
         minimum=0.0, maximum=1.0, step=0.05)
@@ -171,13 +179,19 @@ class PipelineSettings:
                                 label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
                                 when=When("fusion", ("linear", "rrf", "restart", "restart-rrf")))
     text_rank_weight: float = knob(
-        0.5, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
+        0.55, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
         "(0 = the restart fusion's order unchanged).", label="μ — search-rank weight in the final fusion",
         minimum=0.0, maximum=1.0, step=0.05, when=When("fusion", ("restart-rrf",)))
     text_rank_confidence: float = knob(
-        0.35, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
+        0.25, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
         "its 10th hit over its first; 1 with fewer than 10 hits): μ(q) = clip(μ + κ·(g − ½), 0, 1). "
         "0 keeps μ fixed.", label="κ — search confidence slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
+        when=When("fusion", ("restart-rrf",)))
+    text_rank_specificity: float = knob(
+        0.4, "η: the search-rank weight also follows the question's specificity s = clip((n − 6)/6, 0, 1), n its "
+        "distinct content words (a title or a few keywords: s = 0; a described question of 12+ words: s = 1): "
+        "μ(q) = clip(μ + κ·(g − ½) + η·(s − ½), 0, 1). 0 leaves the length out.",
+        label="η — question-length slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
         when=When("fusion", ("restart-rrf",)))
     text_floor: int = knob(
         0, "Text floor: the full-query search's top K among the ranked papers are guaranteed a place in the "

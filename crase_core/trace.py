@@ -68,6 +68,8 @@ class RunTrace:
     warnings: list[str] = field(default_factory=list)
     source_stats: dict[str, float] = field(default_factory=dict)  # this run's share of the source's counters
     query_hits: list[SearchHit] = field(default_factory=list)  # the full-query search (query restart, text candidates)
+    #: the walk's restart list when it differed from ``query_hits`` (anchor text in the restart); None: query_hits
+    restart_hits: list[SearchHit] | None = None
     created_at: str = ""
     run_id: str = ""
     coverage: QueryCoverage | None = None  # how much the corpus has on the query (weak-match notice)
@@ -173,16 +175,25 @@ def from_dict(data: object) -> RunTrace:
 
 
 def _fill_unrecorded(data: dict) -> dict:
-    """``data`` with what a trace written before issue 14's scorer-aware θ does not record filled in with what
-    its run used: its settings' ``theta_lexical`` = its ``theta`` (one θ decided every edge), each edge's
-    ``theta`` = that θ, and the knobs whose defaults switched then (:data:`~crase_core.settings.ROUND3_DEFAULTS`)
-    at their earlier values (so the settings shown, re-ranked and exported are those the run had). ``data``
-    itself is not changed; anything malformed is left for validation to report."""
+    """``data`` with what a trace written before a knob existed does not record filled in with what its run
+    used: the knobs issue 14 added or switched (:data:`~crase_core.settings.ROUND3_DEFAULTS`) at their earlier
+    values (``L_offline``: its ``L``, which limited every planner then), and for a trace from before the scorer-aware θ, its settings' ``theta_lexical`` = its ``theta``
+    (one θ decided every edge) and each edge's ``theta`` = that θ (so the settings shown, re-ranked and exported
+    are those the run had). ``data`` itself is not changed; anything malformed is left for validation to
+    report."""
     settings = data.get("settings")
-    if not isinstance(settings, dict) or "theta_lexical" in settings:
+    if not isinstance(settings, dict):
         return data
+    missing = {k: v for k, v in ROUND3_DEFAULTS.items() if k not in settings}
+    if not missing:
+        return data
+    if "L_offline" in missing and isinstance(settings.get("L"), int):
+        missing["L_offline"] = settings["L"]  # one L limited every planner then
+    filled = {**data, "settings": {**missing, **settings}}
+    if "theta_lexical" in settings:
+        return filled
     theta = settings.get("theta", PipelineSettings.theta)
-    filled = {**data, "settings": {**ROUND3_DEFAULTS, **settings, "theta_lexical": theta}}
+    filled["settings"]["theta_lexical"] = theta
     edges = data.get("edges")
     if isinstance(edges, list):
         filled["edges"] = [{"theta": theta, **e} if isinstance(e, dict) else e for e in edges]

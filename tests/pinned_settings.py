@@ -1,8 +1,10 @@
 """The settings hand-checked tests on the tiny corpora pin their exact numbers to, named in one place.
 
-Their expected graphs, decisions and rankings were worked out with the lexical scorer's edges pruned at θ 0.75
-like a model's (``theta_lexical`` 0.75), the seeds of the plan alone (``query_seeds`` 0) and a fixed search-rank
-weight μ 0.4 (``text_rank_weight`` 0.4, ``text_rank_confidence`` 0): the defaults before issue 14 switched them.
+Their expected graphs, decisions and rankings were worked out with round 3's default
+(:data:`~crase_core.settings.ROUND3_DEFAULTS`): up to 5 sub-queries, the lexical scorer's edges pruned at θ 0.75
+like a model's (``theta_lexical`` 0.75), the seeds of the plan alone (``query_seeds`` 0), no term proximity, no
+anchor text in the restart and a fixed search-rank weight μ 0.4 (κ = η = 0): the defaults before issue 14
+switched them.
 :func:`pinned` gives those values explicitly, so a later change of a default does not move these tests.
 """
 
@@ -10,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from crase_core.settings import PipelineSettings
+from crase_core.settings import ROUND3_DEFAULTS, PipelineSettings
 
-PINNED: dict[str, Any] = {"theta_lexical": 0.75, "query_seeds": 0, "text_rank_weight": 0.4,
-                          "text_rank_confidence": 0.0}
+PINNED: dict[str, Any] = dict(ROUND3_DEFAULTS)
 
 
 def pinned(**changes: Any) -> PipelineSettings:

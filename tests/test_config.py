@@ -93,18 +93,15 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
     assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
-                               ranker="salsa", fusion="restart-rrf", theta_lexical=0.0, query_seeds=5,
-                               text_rank_weight=0.5, text_rank_confidence=0.35) == PipelineSettings()  # exactly these
+                               ranker="salsa", fusion="restart-rrf", L_offline=1, theta_lexical=0.0, query_seeds=5,
+                               proximity_weight=0.2, anchor_restart_weight=0.1, text_rank_weight=0.55,
+                               text_rank_confidence=0.25, text_rank_specificity=0.4) == PipelineSettings()  # exactly
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))
     assert load_settings(f).pipeline.alpha == 0.3  # the file's own value wins over its preset
     assert settings_from_args(parse("--config", str(f), "--preset", "default")).pipeline.alpha == 0.5
-    assert set(PRESETS) == {"default", "paper", "hybrid"}
-    hybrid = settings_from_args(parse("--preset", "hybrid")).pipeline
-    assert dataclasses.replace(hybrid, preset="default", L=5) == PipelineSettings()  # exactly this knob
-    assert (hybrid.L, hybrid.theta, hybrid.theta_lexical, hybrid.query_seeds, hybrid.text_rank_weight,
-            hybrid.text_rank_confidence) == (1, 0.75, 0.0, 5, 0.5, 0.35)
+    assert set(PRESETS) == {"default", "paper"}
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -117,7 +114,7 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
     (["--query-power", "1e300"], "--query-power must be in (0, 16]"),
     (["--theta", "nan"], "--theta must be a finite number"),
     (["--k", "2.5"], "--k must be a whole number"),
-    (["--preset", "nope"], "unknown preset 'nope'; choose one of default, paper, hybrid"),
+    (["--preset", "nope"], "unknown preset 'nope'; choose one of default, paper"),
 ])
 def test_bad_or_inapplicable_flags_are_refused(clean_env, flags, message):
     with pytest.raises(InputError) as e:
@@ -130,7 +127,7 @@ def test_inapplicable_values_from_a_preset_or_file_are_ignored_not_refused(clean
     # the paper's preset has no fusion with the text score, so the fusion's λ and k do not apply either
     assert s.ranker == "cep" and s.inapplicable().keys() == {"alpha", "tol", "max_iter", "query_power",
                                                              "fusion_weight", "rrf_k", "text_rank_weight",
-                                                             "text_rank_confidence"}
+                                                             "text_rank_confidence", "text_rank_specificity"}
     s = settings_from_args(parse("--ranker", "cep", "--cep-hop-discount", "0.25")).pipeline
     assert s.cep_hop_discount == 0.25
 
@@ -161,7 +158,7 @@ def test_form_choices_accept_only_form_knobs_and_allowed_endpoints(clean_env):
 def test_old_traces_without_the_new_settings_load_with_defaults(tmp_path, hepth_engine):
     from crase_core.pipeline import run_query
 
-    t = run_query("noncommutative solitons", hepth_engine, PipelineSettings.from_preset("paper", k=3, m=2, L=1))
+    t = run_query("noncommutative solitons", hepth_engine, PipelineSettings.from_preset("paper", k=3, m=2, L_offline=1))
     data = json.loads(trace_io.dumps(t))
     assert data["settings"]["preset"] == "paper" and data["settings"]["alpha"] == 0.15
     for name in ("preset", "cep_hop_discount", "cep_background_restart", "cep_background_iterations"):

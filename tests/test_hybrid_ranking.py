@@ -13,7 +13,13 @@ from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
 from crase_core.settings import PipelineSettings
-from crase_core.stages.ranking import final_scores, search_confidence, search_rank_weight, text_floor
+from crase_core.stages.ranking import (
+    final_scores,
+    query_specificity,
+    search_confidence,
+    search_rank_weight,
+    text_floor,
+)
 from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds
 from crase_core.trails import seed_reason
 
@@ -71,7 +77,7 @@ def test_an_injected_seed_set_gets_no_query_seeds(tiny_source):
 # ---- anchor text in the restart only ----------------------------------------------------------------------
 def test_anchor_restart_weight_changes_the_restart_list_only(tiny_source):
     query = "black hole microstates anti-de Sitter holography entropy counting"
-    plain = search_full_query(query, Seeding([], []), tiny_source, PipelineSettings())
+    plain = search_full_query(query, Seeding([], []), tiny_source, PipelineSettings(anchor_restart_weight=0.0))
     both = search_full_query(query, Seeding([], []), tiny_source, PipelineSettings(anchor_restart_weight=1.0))
     assert plain.restart_hits is None and plain.walk_hits == plain.query_hits
     assert both.query_hits == plain.query_hits  # the text candidates and the fusion keep the plain search
@@ -113,7 +119,7 @@ def test_text_floor_in_the_pipeline_puts_the_searchs_top_hits_in_the_top_k(tiny_
     # the search ranks 9901001, 0001001, 9802001, 9801001; the fused ranking puts 0001001 4th. With k = 3 and
     # floor 2 it must stand no lower than 3 − 2 + 2 = 3: it takes 9802001's place (and score)
     query = "black hole microstates anti-de Sitter holography entropy counting"
-    settings = pinned(m=2, k=3, L=1, text_candidates=100)
+    settings = pinned(m=2, k=3, L_offline=1, text_candidates=100)
     engine = Engine(tiny_source, offline_backend())
     before = run_query(query, engine, settings)
     assert [h.paper_id for h in before.query_hits] == ["9901001", "0001001", "9802001", "9801001"]
@@ -129,7 +135,7 @@ def test_a_paper_that_joins_only_for_the_floor_stays_out_of_the_walk_and_is_plac
     # "entropy": the search ranks 9801001 first, but the one seed (0001001) does not reach it in one hop and
     # there are no text candidates. With floor 2 it joins V for the floor alone: no walk score, no fusion,
     # placed no lower than 3 − 2 + 1 = 2, taking the score of the paper it displaced (0001001, 0.083)
-    settings = pinned(m=1, k=3, L=1, hops=1.0, text_candidates=0)
+    settings = pinned(m=1, k=3, L_offline=1, hops=1.0, text_candidates=0)
     engine = Engine(tiny_source, offline_backend())
     before = run_query("entropy", engine, settings)
     assert [h.paper_id for h in before.query_hits][:2] == ["9801001", "0001001"]
@@ -162,6 +168,47 @@ def test_search_rank_weight_moves_mu_with_the_confidence_and_clips():
     assert search_rank_weight(s.replace(text_rank_confidence=-2.0), hits[:3]) == 0.0
 
 
+def test_query_specificity_rises_with_the_questions_distinct_content_words():
+    # stop words do not count, repeated stems count once: 4 words → 0; 10 → (10 − 6)/6; 12 or more → 1
+    assert query_specificity("Boundary states for WZW models") == 0.0  # boundari, state, wzw, model
+    assert query_specificity("moduli space of multi-soliton solutions in noncommutative scalar field theory at "
+                             "large noncommutativity") == pytest.approx(4 / 6)  # noncommut twice: 10 stems
+    long = ("Which work computes anomalies of chiral fermions and self-dual tensors at intersections of D-branes "
+            "with orientifold planes, via path integrals and index theorems?")
+    assert query_specificity(long) == 1.0
+    assert query_specificity("") == 0.0 and query_specificity("of the and") == 0.0
+    assert query_specificity("a b c d e f g h", terms=(2, 6)) == 0.0  # single letters are not content words
+
+
+def test_search_rank_weight_moves_mu_with_the_specificity():
+    hits = [hit(f"p{i}", 10.0 - i * 0.5, i + 1) for i in range(12)]  # g = 0.45
+    s = PipelineSettings(text_rank_weight=0.5, text_rank_confidence=0.0, text_rank_specificity=0.4)
+    assert search_rank_weight(s, hits, 0.0) == pytest.approx(0.3)  # 0.5 + 0.4·(0 − 0.5): a title trusts the walk
+    assert search_rank_weight(s, hits, 1.0) == pytest.approx(0.7)  # a described question trusts the search
+    assert search_rank_weight(s, hits) == 0.5  # specificity ½: no shift
+    both = s.replace(text_rank_confidence=1.0)
+    assert search_rank_weight(both, hits, 1.0) == pytest.approx(0.65)  # 0.5 − 0.05 + 0.2
+    assert search_rank_weight(s.replace(text_rank_specificity=2.0), hits, 1.0) == 1.0  # clipped
+    assert "text_rank_specificity" in PipelineSettings(fusion="rrf").inapplicable()
+
+
+def test_a_runs_mu_follows_its_question_and_rerank_reproduces_it(hepth_engine):
+    from crase_core.rerank import rerank
+
+    # a 2-stem title (s = 0): η −2 gives μ(q) = 1 (the search's order), η 2 gives μ(q) = 0 (the walk's)
+    base = PipelineSettings(L_offline=1, text_rank_weight=0.5, text_rank_confidence=0.0)
+    query = "noncommutative solitons"
+    orders = []
+    for eta in (-2.0, 2.0):
+        trace = run_query(query, hepth_engine, base.replace(text_rank_specificity=eta))
+        orders.append([r.paper_id for r in trace.results])
+        again = rerank(trace, trace.settings.ranker)
+        assert {n.paper.id: n.rank for n in trace.nodes if n.kept} == again.ranks
+    assert orders[0] != orders[1]
+    search_first = [h.paper_id for h in trace.query_hits[:3]]
+    assert orders[0][:3] == search_first  # μ(q) = 1: the final fusion follows the search's own ranking
+
+
 def test_final_scores_use_the_per_query_mu():
     # the restart-rrf example of test_fusion.py with μ = 0.5 reached through κ: g = 1 (two hits) so
     # μ(q) = 0.25 + 0.5·(1 − 0.5) = 0.5: a = 0.5/3, b = c = 0.375
@@ -180,9 +227,9 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 
 
 @pytest.mark.parametrize("changes", [{"query_seeds": 10}, {"anchor_restart_weight": 0.5}, {"text_floor": 10},
-                                     {"text_rank_confidence": 1.0},
+                                     {"text_rank_confidence": 1.0}, {"proximity_weight": 1.0},
                                      {"query_seeds": 10, "anchor_restart_weight": 1.0, "text_floor": 20},
-                                     {"preset": "hybrid"}])
+                                     {"preset": "default"}, {"preset": "paper"}])
 def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):
     source = tiny_source.restricted(leakage_filter(Q))
     values = {k: v for k, v in changes.items() if k != "preset"}
@@ -199,3 +246,27 @@ def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):
     # the unfiltered source does reach the hidden papers through the same paths (the test can fail)
     open_trace = run_query(Q.query, Engine(tiny_source, offline_backend()), settings)
     assert HIDDEN & ({s.paper_id for s in open_trace.seeds} | {r.paper_id for r in open_trace.results})
+
+
+# ---- the number of sub-queries per planner ---------------------------------------------------------------
+def test_an_offline_planner_plans_L_offline_sub_queries_and_a_model_L():
+    from crase_core.planner import KeywordPlanner, PhrasePlanner
+    from crase_core.stages.planning import subquery_limit
+
+    class ModelPlanner:  # a planner without the offline mark (what the model backend's planner is)
+        identity = "openai:some-model@plan-v1"
+
+    s = PipelineSettings(L=4, L_offline=2)
+    assert subquery_limit(KeywordPlanner(), s) == 2
+    assert subquery_limit(PhrasePlanner.__new__(PhrasePlanner), s) == 2
+    assert subquery_limit(ModelPlanner(), s) == 4
+    assert (PipelineSettings().L, PipelineSettings().L_offline) == (5, 1)
+
+
+def test_a_runs_plan_has_L_offline_sub_queries_with_the_offline_backend(tiny_source):
+    engine = Engine(tiny_source, offline_backend())
+    query = "black hole microstates anti-de Sitter holography entropy counting"
+    one = run_query(query, engine, PipelineSettings(L=5, L_offline=1, m=2, k=5))
+    three = run_query(query, engine, PipelineSettings(L=1, L_offline=3, m=2, k=5))
+    assert len(one.plan.subqueries) == 1
+    assert len(three.plan.subqueries) == 3  # L (the model's) does not limit the keyword planner

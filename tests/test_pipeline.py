@@ -39,7 +39,7 @@ def comparable(trace) -> dict:
 
 def test_tiny_pipeline_end_to_end(tiny_engine):
     events: list[StageEvent] = []
-    s = PipelineSettings(m=2, L=3, k=10)
+    s = PipelineSettings(m=2, L_offline=3, k=10)
     t = run_query("black hole microstates in anti-de Sitter space", tiny_engine, s, progress=events.append, now=NOW)
     real = {e for e in TINY_CITATIONS if e[0] != e[1]}
     assert t.seeds and {e.citing for e in t.edges} | {e.cited for e in t.edges} <= {n.paper.id for n in t.nodes}
@@ -66,7 +66,7 @@ def test_tiny_pipeline_end_to_end(tiny_engine):
 
 
 def test_second_run_is_fully_cached_and_identical(tiny_engine):
-    s = PipelineSettings(m=2, L=3)
+    s = PipelineSettings(m=2, L_offline=3)
     a = run_query("black hole entropy D-branes", tiny_engine, s, now=NOW)
     b = run_query("black hole entropy D-branes", tiny_engine, s, now=NOW)
     assert b.counters.model_calls == 0
@@ -75,7 +75,7 @@ def test_second_run_is_fully_cached_and_identical(tiny_engine):
 
 
 def test_trace_round_trip(tiny_engine, tmp_path):
-    t = run_query("glueball spectrum lattice", tiny_engine, PipelineSettings(m=2, L=2), now=NOW)
+    t = run_query("glueball spectrum lattice", tiny_engine, PipelineSettings(m=2, L_offline=2), now=NOW)
     path = trace_io.save(t, tmp_path / "t.json")
     back = trace_io.load(path)
     assert back == t
@@ -213,7 +213,7 @@ def test_model_output_failures_are_recorded_and_cached(tiny_source, tmp_path):
     model = _PickyModel(base, bad_paper="9802001", bad_cited=bad_cited)
     backend = ModelBackend("picky", base.planner, model, model)
     engine = Engine(tiny_source, backend, ResultCache(tmp_path / "rc4"))
-    a = run_query("black hole microstates anti-de Sitter", engine, PipelineSettings(m=3, L=2), now=NOW)
+    a = run_query("black hole microstates anti-de Sitter", engine, PipelineSettings(m=3, L_offline=2), now=NOW)
     assert a.claims["9802001"].error.startswith("model output:")
     failed_edges = [e for e in a.edges if e.error]
     assert failed_edges and all(not e.kept and "scoring failed" in e.decision or "no claims" in e.decision
@@ -221,7 +221,7 @@ def test_model_output_failures_are_recorded_and_cached(tiny_source, tmp_path):
     assert a.counters.failures == 1 + sum(1 for e in a.edges if e.error and e.error.startswith("model output:"))
     calls = model.calls
     fresh = Engine(tiny_source, backend, ResultCache(tmp_path / "rc4"))  # disk cache only
-    b = run_query("black hole microstates anti-de Sitter", fresh, PipelineSettings(m=3, L=2), now=NOW)
+    b = run_query("black hole microstates anti-de Sitter", fresh, PipelineSettings(m=3, L_offline=2), now=NOW)
     assert model.calls == calls and b.counters.model_calls == 0  # the repeated query costs nothing
     assert b.counters.failures == a.counters.failures
     assert comparable(a) == comparable(b)

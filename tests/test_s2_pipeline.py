@@ -41,7 +41,7 @@ def expected_graph(fake: FakeS2, seeds: list[str]) -> tuple[set[str], set[tuple[
 
 def test_pipeline_runs_on_the_replayed_graph_and_reruns_for_free(fake, tmp_path):
     # the seeds are the two sub-queries' alone (no seeds from the question's own search): counted by hand below
-    settings = PipelineSettings(m=4, L=2, search_limit=20, k=20, query_seeds=0)
+    settings = PipelineSettings(m=4, L_offline=2, search_limit=20, k=20, query_seeds=0)
     engine = engine_for(fake, tmp_path)
     t = run_query(QUERY, engine, settings)
 
@@ -90,7 +90,7 @@ def test_pipeline_runs_on_the_replayed_graph_and_reruns_for_free(fake, tmp_path)
 
 
 def test_neighbor_cap_keeps_the_most_cited_citers_of_the_hub(fake, tmp_path):
-    t = run_query(QUERY, engine_for(fake, tmp_path), PipelineSettings(m=4, L=2, search_limit=20, neighbor_cap=5))
+    t = run_query(QUERY, engine_for(fake, tmp_path), PipelineSettings(m=4, L_offline=2, search_limit=20, neighbor_cap=5))
     fetched = [c["citing"] for c in fake.citers("p01")][: PAGE * PAGES]
     by_count = sorted(fetched, key=lambda i: (-(fake.papers[i]["citationCount"] or 0), i))
     cut = [(x.relation, x.total, x.kept) for x in t.truncations if x.paper_id == "p01"]
@@ -112,7 +112,7 @@ def test_restricted_run_never_shows_a_later_paper(fake, tmp_path):
 
     engine = engine_for(fake, tmp_path)
     engine.source = engine.source.restricted(SourceFilter(max_month=201912))
-    t = run_query(QUERY, engine, PipelineSettings(m=4, L=2, search_limit=20))
+    t = run_query(QUERY, engine, PipelineSettings(m=4, L_offline=2, search_limit=20))
     assert t.nodes and t.source_filter.startswith("papers after 2019-12 hidden")
     for n in t.nodes:
         p = fake.papers[n.paper.id]
@@ -121,7 +121,7 @@ def test_restricted_run_never_shows_a_later_paper(fake, tmp_path):
 
 def test_key_never_reaches_trace_logs_or_output(fake, tmp_path, caplog, capsys):
     caplog.set_level(logging.DEBUG)
-    t = run_query(QUERY, engine_for(fake, tmp_path, key=SECRET), PipelineSettings(m=4, L=2, search_limit=20))
+    t = run_query(QUERY, engine_for(fake, tmp_path, key=SECRET), PipelineSettings(m=4, L_offline=2, search_limit=20))
     assert fake.requests and all(r.headers.get("x-api-key") == SECRET for r in fake.requests)
     saved = trace_io.save(t, tmp_path / "trace.json")
     out = capsys.readouterr()
@@ -138,5 +138,5 @@ def test_build_engine_selects_s2_from_runtime_config(fake, tmp_path, hepth_sourc
     assert isinstance(engine.source, SemanticScholarSource)
     assert engine.source.client.settings.cache_dir == str(tmp_path / "s2")
     assert build_engine(config).source is engine.source  # one source per settings: records are reused
-    t = run_query(QUERY, engine, PipelineSettings(m=2, L=2, search_limit=10))
+    t = run_query(QUERY, engine, PipelineSettings(m=2, L_offline=2, search_limit=10))
     assert t.source == f"s2@{fake.base_url}" and t.counters.external_calls == len(fake.requests) > 0

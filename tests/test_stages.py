@@ -24,7 +24,7 @@ from crase_core.trails import RESTART_ONLY_REASON, explain
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 QUERY = "black hole microstates in anti-de Sitter space"
-SETTINGS = PipelineSettings(m=2, L=3, k=10)
+SETTINGS = PipelineSettings(m=2, L_offline=3, k=10)
 
 
 @pytest.fixture()
@@ -151,7 +151,7 @@ def test_rank_papers_explains_each_result():
     settings = HAND.replace(personalization="query")
     pruning = prune_graph(expansion, matrices, seeds, settings, reference_year=2020, scorers={})
     hits = [SearchHit("x", 1, 1, 2.0), SearchHit("t", 2, 2, 1.0)]
-    ranked = rank_papers(expansion, pruning, seeds, hits, settings)
+    ranked = rank_papers(expansion, pruning, seeds, hits, settings, query="a hand-made question")
     assert sum(ranked.ranking.scores.values()) == pytest.approx(1.0)
     assert [r.rank for r in ranked.results] == list(range(1, len(ranked.results) + 1))
     by_id = {r.paper_id: r for r in ranked.results}

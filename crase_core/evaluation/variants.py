@@ -24,7 +24,7 @@ from ..seeds import rank_hits
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
 from ..stages.progress import ProgressFn
-from ..stages.seeding import Seeding, SeedingStage, search_seeds
+from ..stages.seeding import Seeding, SeedingStage, search, search_seeds
 
 VARIANTS: dict[str, str] = {
     "relevance-seeds": "seeds = top m of each sub-query by relevance alone (no recency)",
@@ -36,7 +36,7 @@ def relevance_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSet
                     progress: ProgressFn | None = None) -> Seeding:
     """A :class:`SeedingStage`: one search per sub-query, the top m hits by relevance are its seeds."""
     searched: list[tuple[str, list[ScoredPaper]]] = [
-        (sq, list(source.search(sq, settings.search_limit))) for sq in plan.subqueries]
+        (sq, search(source, sq, settings)) for sq in plan.subqueries]
     seeds: dict[str, Seed] = {}
     records: list[SubQueryResult] = []
     for index, (sq, results) in enumerate(searched):

@@ -18,11 +18,18 @@ class Planning:
     warnings: list[str] = field(default_factory=list)
 
 
+def subquery_limit(planner: object, settings: PipelineSettings) -> int:
+    """How many sub-queries ``planner`` may plan: ``settings.L_offline`` for an offline planner (one whose
+    ``offline`` attribute is true: the keyword and phrase planners), ``settings.L`` for a model's."""
+    return settings.L_offline if getattr(planner, "offline", False) else settings.L
+
+
 def plan_query(query: str, components: ComponentCache, settings: PipelineSettings,
                progress: ProgressFn | None = None) -> Planning:
-    """Plan ``query`` (cached per query and L). A failed or empty plan falls back to the query itself."""
+    """Plan ``query`` (cached per query and L) with at most :func:`subquery_limit` sub-queries. A failed or
+    empty plan falls back to the query itself."""
     emit(progress, "plan", 0, 1, "planning sub-queries")
-    plan = components.plan(query, settings.L)
+    plan = components.plan(query, subquery_limit(components.backend.planner, settings))
     warnings: list[str] = []
     if plan.error:
         warnings.append(f"planner failed{' (cached answer)' if plan.cached else ''}: {plan.error}")

@@ -14,6 +14,7 @@ from .. import rankers
 from ..ranking import WeightedGraph, top_k
 from ..records import RankedPaper, RankingResult, SearchHit, Seed
 from ..settings import PipelineSettings
+from ..text import content_terms
 from ..trails import best_trails, explain
 from .expansion import Expansion
 from .progress import ProgressFn, emit
@@ -150,18 +151,36 @@ def search_confidence(query_hits: Sequence[SearchHit], depth: int = CONFIDENCE_D
     return min(1.0, max(0.0, 1.0 - s_d / scores[0]))
 
 
-def search_rank_weight(settings: PipelineSettings, query_hits: Sequence[SearchHit]) -> float:
+#: the question lengths (distinct content words) between which its specificity s(q) rises from 0 to 1
+SPECIFICITY_TERMS = (6, 12)
+
+
+def query_specificity(query: str, terms: tuple[int, int] = SPECIFICITY_TERMS) -> float:
+    """How specific a question is by its length, a pre-retrieval query-performance predictor: with n the
+    number of distinct content-word stems of ``query`` and (a, b) = ``terms``, s(q) = clip((n − a)/(b − a), 0, 1).
+    A paper title or a few keywords (n ≤ 6) asks for a topic's literature, whose citation structure the walk
+    reads; a described question (n ≥ 12) asks for the papers that match its words. Pure."""
+    lo, hi = terms
+    n = len(set(content_terms(query)))
+    return min(1.0, max(0.0, (n - lo) / (hi - lo)))
+
+
+def search_rank_weight(settings: PipelineSettings, query_hits: Sequence[SearchHit], specificity: float = 0.5) -> float:
     """μ(q) of ``restart-rrf``: ``text_rank_weight`` moved by κ = ``text_rank_confidence`` with the search's
-    confidence g (:func:`search_confidence`): clip(μ + κ·(g − ½), 0, 1); μ itself when κ = 0."""
-    mu, kappa = settings.text_rank_weight, settings.text_rank_confidence
-    if kappa == 0.0:
+    confidence g (:func:`search_confidence`) and by η = ``text_rank_specificity`` with the question's
+    specificity s (:func:`query_specificity`): clip(μ + κ·(g − ½) + η·(s − ½), 0, 1); μ itself when κ = η = 0.
+    ``specificity`` ½ (the default) leaves the η term out."""
+    mu, kappa, eta = settings.text_rank_weight, settings.text_rank_confidence, settings.text_rank_specificity
+    if kappa == 0.0 and eta == 0.0:
         return mu
-    return min(1.0, max(0.0, mu + kappa * (search_confidence(query_hits) - 0.5)))
+    shift = (kappa * (search_confidence(query_hits) - 0.5) if kappa else 0.0) + eta * (specificity - 0.5)
+    return min(1.0, max(0.0, mu + shift))
 
 
 def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
-                 rank_ids: Sequence[str], query_hits: Sequence[SearchHit]) -> dict[str, float]:
-    """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`). Pure.
+                 rank_ids: Sequence[str], query_hits: Sequence[SearchHit], specificity: float = 0.5) -> dict[str, float]:
+    """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`); ``specificity`` is the
+    question's s(q) for μ(q) (:func:`search_rank_weight`). Pure.
 
     ``restart-rrf`` is two steps: the ``restart`` fusion (walk mixed with text^γ, λ = ``fusion_weight``)
     settles the order the scores support — a decisive text match on top, the walk below it — and
@@ -178,8 +197,8 @@ def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: S
         fused = fuse_scores(walk, text, order, "linear", weight, settings.rrf_k)
         if mode == "restart":
             return fused
-        return rank_fusion_with_search(fused, query_hits, order, search_rank_weight(settings, query_hits),
-                                       settings.rrf_k)
+        return rank_fusion_with_search(fused, query_hits, order,
+                                       search_rank_weight(settings, query_hits, specificity), settings.rrf_k)
     return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
 
 
@@ -266,7 +285,8 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
 def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: Sequence[str],
                kept_edges: Iterable[tuple[str, str, float]], seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                settings: PipelineSettings, restart_hits: Sequence[SearchHit] | None = None,
-               warnings: list[str] | None = None) -> tuple[RankingResult, dict[str, float], list[tuple[str, float]]]:
+               warnings: list[str] | None = None, *,
+               query: str) -> tuple[RankingResult, dict[str, float], list[tuple[str, float]]]:
     """Stage 3's ranking of a pruned graph with ``ranker``: (the ranker's own result, the fused scores, the
     final order with the text floor applied). ``node_ids`` in V's order, ``alive`` the kept nodes,
     ``text_ids`` the text candidates, ``kept_edges`` (citing, cited, weight). Text candidates that joined only
@@ -286,7 +306,7 @@ def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: 
     ranking = run_ranker(ranker, wgraph, p, settings) if rank_ids else RankingResult(ranker, {})
     if rank_ids and not ranking.converged:
         notes.append(f"{ranker} did not converge in {settings.max_iter} iterations (residual {ranking.residual:.2e})")
-    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits)
+    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits, query_specificity(query))
     tail = [(n, 0.0) for n in floor_only if n in alive]  # placed by the floor alone
     order = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
     return ranking, scores, order
@@ -294,10 +314,10 @@ def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: 
 
 def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                 settings: PipelineSettings, progress: ProgressFn | None = None,
-                restart_hits: Sequence[SearchHit] | None = None) -> Ranked:
+                restart_hits: Sequence[SearchHit] | None = None, *, query: str) -> Ranked:
     """Stage 3: restart distribution, ranker, fusion with the text score, text floor (:func:`rank_graph`),
     node scores and ranks, top k. ``restart_hits``: the search blended with anchor text
-    (``anchor_restart_weight``), when the walk restarts from it.
+    (``anchor_restart_weight``), when the walk restarts from it; ``query``: the question (μ(q)'s specificity).
     ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
     final (fused) score.
     """
@@ -305,7 +325,7 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
     warnings: list[str] = []
     ranking, scores, ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, expansion.text_ids,
                                          ((e.citing, e.cited, e.weight) for e in pruning.edges if e.kept), seeds,
-                                         query_hits, settings, restart_hits, warnings)
+                                         query_hits, settings, restart_hits, warnings, query=query)
     scores = {**scores, **dict(ranked)}
     rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
     for node in pruning.nodes:

@@ -197,8 +197,9 @@ def _tokens_fit(meter: SpendMeter, tokens: int) -> bool:
 
 def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache, settings: PipelineSettings,
             seeds: Sequence[Seed], query_hits: Sequence[SearchHit], reference_year: int,
-            progress: ProgressFn | None = None, budget: Budget | None = None) -> Scored:
-    """Stage 2b with a paid model and its offline fallback, inside the run's budget.
+            progress: ProgressFn | None = None, budget: Budget | None = None, *, query: str) -> Scored:
+    """Stage 2b with a paid model and its offline fallback, inside the run's budget (``query``: the
+    question, for the interim rankings).
 
     The offline extractor and scorer decide every paper and edge first. Then, in rounds, the graph
     is pruned and ranked with the current decisions, the undecided edges are ordered by
@@ -278,7 +279,7 @@ def cascade(expansion: Expansion, cached: CachedWork, components: ComponentCache
         if limited:
             pruning = prune_graph(expansion, matrices(), seeds, settings, reference_year,
                                   scorers={e: (MODEL if e in model_mats else OFFLINE, "") for e in edges})
-            ranked = rank_papers(expansion, pruning, seeds, query_hits, settings)
+            ranked = rank_papers(expansion, pruning, seeds, query_hits, settings, query=query)
             order = edge_priority(open_edges, ranked.results, matrices(), settings)
             remaining = meter.remaining_calls()
             round_calls = remaining if remaining is None or remaining <= 2 * ROUND_MIN else max(ROUND_MIN, remaining // 2)

@@ -18,6 +18,7 @@ import numpy as np
 from ..anchor import anchor_scores
 from ..feedback import feedback_terms, interpolate
 from ..library import LibraryEntry, resolve
+from ..proximity import rescore
 from ..query_coverage import coverage_for_source
 from ..records import (
     Paper,
@@ -61,6 +62,12 @@ class Seeding:
         return self.restart_hits if self.restart_hits is not None else self.query_hits
 
 
+def search(source: PaperSource, query: str, settings: PipelineSettings) -> list[ScoredPaper]:
+    """The one search call of stage 1b: ``settings.search_limit`` results of ``source`` for ``query``,
+    re-scored by term proximity when ``settings.proximity_weight`` > 0 (:mod:`crase_core.proximity`)."""
+    return rescore(query, source.search(query, settings.search_limit), settings.proximity_weight)
+
+
 class SeedingStage(Protocol):
     """Seeds for a plan: what :func:`search_seeds` does, or a replacement with the same signature."""
 
@@ -76,7 +83,7 @@ def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettin
     searched: list[tuple[str, list[ScoredPaper]]] = []
     for i, sq in enumerate(plan.subqueries):
         emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
-        searched.append((sq, list(source.search(sq, settings.search_limit))))
+        searched.append((sq, search(source, sq, settings)))
     seeds, subquery_results = build_seed_set(plan.subqueries, [r for _, r in searched], settings.m)
     seeding = Seeding(seeds, subquery_results, searched, search_calls=len(searched))
     if settings.query_seeds > 0 and plan.query:
@@ -84,7 +91,7 @@ def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettin
         if same:
             results = same[0]
         else:
-            results = list(source.search(plan.query, settings.search_limit))
+            results = search(source, plan.query, settings)
             searched.append((plan.query, results))
             seeding.search_calls += 1
         add_query_seeds(plan.query, rank_hits(results), seeding, settings.query_seeds)
@@ -105,7 +112,7 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     if same:
         results = same[0]
     else:
-        results = list(source.search(query, settings.search_limit))
+        results = search(source, query, settings)
         seeding.search_calls += 1
     if settings.feedback_docs > 0 and results:
         results = with_feedback(query, results, source, settings, seeding)
@@ -154,7 +161,7 @@ def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, s
     terms = feedback_terms(query, top, settings.feedback_terms, idf)
     if not terms:
         return results
-    expansion = list(source.search(" ".join(t.word for t in terms), settings.search_limit))
+    expansion = search(source, " ".join(t.word for t in terms), settings)
     seeding.search_calls += 1
     seeding.feedback = [t.word for t in terms]
     return interpolate(results, expansion, settings.feedback_weight, settings.search_limit)
