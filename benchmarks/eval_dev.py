@@ -171,6 +171,10 @@ RUNS: dict[str, Run] = {
            ("round5-relevance-seeds", {}, "the default with seeds by relevance alone (no recency)",
             "relevance-seeds"),
            ("round5-no-recency-weight", {"beta": 0.0}, "the default without recency weighting (β 0)", None),
+           ("round5-phrase-planner", {}, "the default with the corpus-aware phrase planner instead of the keyword "
+            "planner (one sub-query)", "phrase-planner"),
+           ("round5-phrase-planner-L3", {"L_offline": 3}, "the default with the phrase planner and up to 3 "
+            "sub-queries", "phrase-planner"),
        )},
 }
 #: families of configurations whose choice is checked split-half (each with the default it was measured against
@@ -193,7 +197,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "round 5: the default and each part's ablation": (
         "crase", "round5-no-proximity", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
         "round5-no-query-seeds", "round5-pruning", "round5-planning", "round5-relevance-seeds",
-        "round5-no-recency-weight"),
+        "round5-no-recency-weight", "round5-phrase-planner", "round5-phrase-planner-L3"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
