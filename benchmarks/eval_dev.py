@@ -44,8 +44,8 @@ ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
     "crase": Run("crase", {}, "the default configuration (issue 14 round 5: L 1, θ 0.75 for model-scored edges "
-                 "and θ_lexical 0, hybrid seeds 5, term proximity w 0.2, anchor text in the restart 0.1, "
-                 "μ(q) = clip(0.55 + 0.25·(g − ½) + 0.4·(s − ½)))"),
+                 "and θ_lexical 0, hybrid seeds 5, term proximity w 0.4 in order and u 0.2 in a window, anchor "
+                 "text in the restart 0.1, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
     "round3-default": Run("crase", dict(ROUND3), "round 3's default, the default before issue 14's round 4: θ "
                           "0.75 for every edge, no question seeds, μ 0.4 fixed"),
     "previous-default": Run("crase", {**ROUND3, "ranker": "ppr", "query_power": 12.0, "fusion": "rrf",
@@ -157,7 +157,14 @@ RUNS: dict[str, Run] = {
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
     **{name: Run("crase", change, what, variant)
        for name, change, what, variant in (
-           ("round5-no-proximity", {"proximity_weight": 0.0}, "the default without term proximity (w 0)", None),
+           ("round5-no-proximity", {"proximity_weight": 0.0, "proximity_window_weight": 0.0},
+            "the default without term proximity (w = u = 0)", None),
+           ("round5-no-window", {"proximity_window_weight": 0.0},
+            "the default without the unordered-window part of term proximity (u 0)", None),
+           ("round5a", {"proximity_weight": 0.2, "proximity_window_weight": 0.0, "text_rank_weight": 0.55,
+                        "text_rank_confidence": 0.25, "text_rank_specificity": 0.4},
+            "round 5's first configuration: ordered pairs only (w 0.2), μ(q) = clip(0.55 + 0.25·(g − ½) + "
+            "0.4·(s − ½))", None),
            ("round5-no-specificity", {"text_rank_specificity": 0.0},
             "the default without the specificity term of μ(q) (η 0)", None),
            ("round5-no-confidence", {"text_rank_confidence": 0.0},
@@ -195,7 +202,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "the default switch (scorer-aware θ)": ("round3-default", "preset-hybrid", "hybrid-keep-stages",
                                             "hybrid-keep-planning"),
     "round 5: the default and each part's ablation": (
-        "crase", "round5-no-proximity", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
+        "crase", "round5a", "round5-no-proximity", "round5-no-window", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
         "round5-no-query-seeds", "round5-pruning", "round5-planning", "round5-relevance-seeds",
         "round5-no-recency-weight", "round5-phrase-planner", "round5-phrase-planner-L3"),
     "every measured configuration": tuple(RUNS),

@@ -6,11 +6,15 @@ model (Metzler & Croft, SIGIR 2005) rewards papers that keep the query's adjacen
 Here, with B(x) the set of adjacent pairs of content-word stems of x (:func:`crase_core.text.content_terms`,
 so stop words between two words do not break a pair; a pair never spans the title/abstract boundary):
 
-    s'(d) = s(d) + w · s₁ · |B(q) ∩ B(d)| / |B(q)|
+    s'(d) = s(d) + s₁ · (w · |B(q) ∩ B(d)| / |B(q)| + u · |U(q) ∩ U(d)| / |U(q)|)
 
 where s(d) is the search's own score, s₁ the best score of the list (so w is relative to the list's scale:
 w 0.2 lifts a paper that has every pair of the query by a fifth of the top score) and w ≥ 0 the weight
-(``PipelineSettings.proximity_weight``). Only the list the search returned is re-ordered (its top
+(``PipelineSettings.proximity_weight``). The second term is the model's unordered-window feature: U(q) the
+query's adjacent pairs as unordered pairs of two different stems, U(d) those of d's stems that occur within
+:data:`WINDOW` content words of each other (in the title or in the abstract), u ≥ 0 its weight
+(``PipelineSettings.proximity_window_weight``): "solitons on noncommutative spaces" has the query's
+"noncommutative solitons" in a window, not in order. Only the list the search returned is re-ordered (its top
 ``search_limit``); a query with fewer than two content words, w = 0 or an empty list leaves it unchanged.
 Ties keep the search's order. Pure.
 """
@@ -24,6 +28,8 @@ from .sources.base import ScoredPaper
 from .text import content_terms
 
 Pair = tuple[str, str]
+#: the unordered window of the sequential dependence model (Metzler & Croft 2005 use 8)
+WINDOW = 8
 
 
 def word_pairs(text: str) -> frozenset[Pair]:
@@ -44,13 +50,41 @@ def pair_share(query_pairs: frozenset[Pair], paper: Paper) -> float:
     return len(query_pairs & paper_pairs(paper)) / len(query_pairs)
 
 
-def rescore(query: str, results: Sequence[ScoredPaper], weight: float) -> list[ScoredPaper]:
-    """``results`` re-scored by proximity (module docstring) and re-ordered by the new score; ties keep
-    their order in ``results``. ``results`` as a list, unchanged, when there is nothing to do."""
+def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDOW) -> float:
+    """|U(q) ∩ U(d)| / |U(q)|: the share of the query's pairs of two different stems whose stems occur within
+    ``window`` content words of each other, in either order, in the paper's title or in its abstract; 0 for a
+    query without such a pair."""
+    wanted = {frozenset(p) for p in query_pairs if p[0] != p[1]}
+    if not wanted:
+        return 0.0
+    stems = {t for p in wanted for t in p}
+    found: set[frozenset[str]] = set()
+    for text in (paper.title, paper.abstract or ""):
+        positions: dict[str, list[int]] = {}
+        for i, t in enumerate(content_terms(text)):
+            if t in stems:
+                positions.setdefault(t, []).append(i)
+        for pair in wanted - found:
+            a, b = tuple(pair)
+            if any(abs(i - j) < window for i in positions.get(a, ()) for j in positions.get(b, ())):
+                found.add(pair)
+    return len(found) / len(wanted)
+
+
+def rescore(query: str, results: Sequence[ScoredPaper], weight: float,
+            window_weight: float = 0.0) -> list[ScoredPaper]:
+    """``results`` re-scored by proximity (module docstring: w = ``weight``, u = ``window_weight``) and
+    re-ordered by the new score; ties keep their order in ``results``. ``results`` as a list, unchanged,
+    when there is nothing to do."""
     pairs = word_pairs(query)
-    if weight <= 0.0 or not pairs or not results:
+    if (weight <= 0.0 and window_weight <= 0.0) or not pairs or not results:
         return list(results)
     top = max(r.score for r in results)
-    scored = [ScoredPaper(r.paper, r.score + weight * top * pair_share(pairs, r.paper)) for r in results]
+
+    def bonus(paper: Paper) -> float:
+        ordered = weight * pair_share(pairs, paper) if weight > 0.0 else 0.0
+        return ordered + (window_weight * window_share(pairs, paper) if window_weight > 0.0 else 0.0)
+
+    scored = [ScoredPaper(r.paper, r.score + top * bonus(r.paper)) for r in results]
     order = sorted(range(len(scored)), key=lambda i: -scored[i].score)  # stable: ties keep the search's order
     return [scored[i] for i in order]

@@ -49,15 +49,15 @@ FUSION_MODES: dict[str, str] = {
 #: record one of them ran with this value (θ_lexical: the trace's own θ; :mod:`crase_core.trace` fills them in),
 #: and the dev runs defined on that default name them.
 ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.75, "query_seeds": 0, "proximity_weight": 0.0,
-                                   "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
+                                   "proximity_window_weight": 0.0, "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
                                    "text_rank_confidence": 0.0, "text_rank_specificity": 0.0}
 
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
     # issue 14 round 5's measured configuration with the offline backend (docs/benchmarks.md): one sub-query
     # when an offline planner plans (L_offline 1; a model plans up to L 5) and the question's own top 5 as seeds, θ 0.75 for the edges a model scored and θ_lexical 0 (no
-    # pruning) for those the offline lexical scorer decided, term proximity in the search (w 0.2), anchor text
-    # in the walk's restart (0.1) and μ(q) = clip(0.55 + 0.25·(g − ½) + 0.4·(s − ½), 0, 1)
+    # pruning) for those the offline lexical scorer decided, term proximity in the search (w 0.4 in order, u 0.2
+    # in a window), anchor text in the walk's restart (0.1) and μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½), 0, 1)
     "default": {},
     # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query, up to
     # 5 sub-queries), seed restarts and no text-only candidates; one θ 0.75 for every edge whoever scored it, no
@@ -89,10 +89,15 @@ class PipelineSettings:
     search_limit: int = knob(100, "Results requested from the one search call per sub-query.",
                              label="Search results per sub-query", minimum=1, maximum=1000)
     proximity_weight: float = knob(
-        0.2, "w: every search's results are re-scored by term proximity, s + w·s₁·(share of the query's adjacent "
+        0.4, "w: every search's results are re-scored by term proximity, s + w·s₁·(share of the query's adjacent "
         "word pairs that the paper's title or abstract also has adjacent), s₁ the list's best score "
         "(crase_core.proximity; the sequential dependence model's ordered pairs). 0 turns it off.",
         label="w — word-pair proximity in the search", minimum=0.0, maximum=2.0, step=0.05)
+    proximity_window_weight: float = knob(
+        0.2, "u: the term-proximity re-scoring's unordered part, s₁·u·(share of the query's adjacent word pairs "
+        "whose two words occur within 8 words of each other, in either order, in the paper's title or abstract) "
+        "(crase_core.proximity; the sequential dependence model's unordered window). 0 turns it off.",
+        label="u — word-window proximity in the search", minimum=0.0, maximum=2.0, step=0.05)
     hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
                        label="hops", choices=(1.0, 1.5, 2.0))
     neighbor_cap: int | None = knob(
@@ -179,16 +184,16 @@ class PipelineSettings:
                                 label="λ — text weight in the fusion", minimum=0.0, maximum=1.0, step=0.05,
                                 when=When("fusion", ("linear", "rrf", "restart", "restart-rrf")))
     text_rank_weight: float = knob(
-        0.55, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
+        0.6, "μ: weight of the full-query search's own rank in the final reciprocal-rank fusion of restart-rrf "
         "(0 = the restart fusion's order unchanged).", label="μ — search-rank weight in the final fusion",
         minimum=0.0, maximum=1.0, step=0.05, when=When("fusion", ("restart-rrf",)))
     text_rank_confidence: float = knob(
-        0.25, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
+        0.5, "κ: the search-rank weight follows the full-query search's confidence g = 1 − s₁₀/s₁ (score of "
         "its 10th hit over its first; 1 with fewer than 10 hits): μ(q) = clip(μ + κ·(g − ½), 0, 1). "
         "0 keeps μ fixed.", label="κ — search confidence slope of μ", minimum=-2.0, maximum=2.0, step=0.1,
         when=When("fusion", ("restart-rrf",)))
     text_rank_specificity: float = knob(
-        0.4, "η: the search-rank weight also follows the question's specificity s = clip((n − 6)/6, 0, 1), n its "
+        0.5, "η: the search-rank weight also follows the question's specificity s = clip((n − 6)/6, 0, 1), n its "
         "distinct content words (a title or a few keywords: s = 0; a described question of 12+ words: s = 1): "
         "μ(q) = clip(μ + κ·(g − ½) + η·(s − ½), 0, 1). 0 leaves the length out.",
         label="η — question-length slope of μ", minimum=-2.0, maximum=2.0, step=0.1,

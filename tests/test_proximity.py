@@ -72,3 +72,29 @@ def test_every_search_of_stage_1b_is_rescored(tiny_source):
     assert [(h.paper_id, h.score) for h in off.query_hits] == [(r.paper.id, r.score) for r in plain_full]
     with pytest.raises(InputError):
         PipelineSettings(proximity_weight=-0.1)
+
+
+def test_window_share_counts_the_querys_pairs_found_within_eight_words_in_either_order():
+    from crase_core.proximity import WINDOW, window_share
+
+    pairs = word_pairs("noncommutative solitons on branes")  # {noncommut, soliton}, {soliton, brane}
+    # reversed and two words apart: both unordered pairs are in a window (and neither is in order)
+    p = paper("a", "Branes carry solitons in noncommutative geometry")
+    assert pair_share(pairs, p) == 0.0 and window_share(pairs, p) == 1.0
+    # 8 content words apart is outside the window, 7 inside; the title/abstract boundary is not crossed
+    far = "soliton alpha beta gamma delta epsilon zeta eta noncommutative"
+    near = "soliton alpha beta gamma delta epsilon zeta noncommutative"
+    assert WINDOW == 8
+    assert window_share(pairs, paper("b", "", far)) == 0.0
+    assert window_share(pairs, paper("c", "", near)) == 0.5
+    assert window_share(pairs, paper("d", "Noncommutative", "Solitons")) == 0.0
+    assert window_share(word_pairs("solitons solitons"), p) == 0.0  # a pair of one stem is not a window pair
+
+
+def test_rescore_adds_the_window_term_with_its_own_weight():
+    query = "noncommutative solitons on branes"
+    a = ScoredPaper(paper("a", "Lumps"), 10.0)  # nothing: 10
+    b = ScoredPaper(paper("b", "Branes carry solitons in noncommutative geometry"), 8.0)  # window 2 of 2: 8 + 0.3·10
+    out = rescore(query, [a, b], 0.5, 0.3)
+    assert [(r.paper.id, r.score) for r in out] == [("b", 11.0), ("a", 10.0)]
+    assert rescore(query, [a, b], 0.0, 0.0) == [a, b]

@@ -64,8 +64,10 @@ class Seeding:
 
 def search(source: PaperSource, query: str, settings: PipelineSettings) -> list[ScoredPaper]:
     """The one search call of stage 1b: ``settings.search_limit`` results of ``source`` for ``query``,
-    re-scored by term proximity when ``settings.proximity_weight`` > 0 (:mod:`crase_core.proximity`)."""
-    return rescore(query, source.search(query, settings.search_limit), settings.proximity_weight)
+    re-scored by term proximity when ``settings.proximity_weight`` or ``proximity_window_weight`` > 0
+    (:mod:`crase_core.proximity`)."""
+    return rescore(query, source.search(query, settings.search_limit), settings.proximity_weight,
+                   settings.proximity_window_weight)
 
 
 class SeedingStage(Protocol):
