@@ -28,9 +28,11 @@ st.caption(f"Planner: {md_escape(plan.planner)}" + (" (cached)" if plan.cached e
 if plan.error:
     st.warning(f"The planner failed: {md_escape(plan.error)}")
 proximity = getattr(trace.settings, "proximity_weight", 0.0)
-if proximity > 0:
-    st.caption(f"Relevance ranks are the search's scores re-ranked by term proximity (w = {proximity:g}): a paper "
-               "whose title or abstract keeps the search's adjacent words together rises.")
+window = getattr(trace.settings, "proximity_window_weight", 0.0)
+if proximity > 0 or window > 0:
+    st.caption(f"Relevance ranks are the search's scores re-ranked by term proximity (w = {proximity:g} for the "
+               f"search's adjacent words in order, u = {window:g} for them within 8 words): a paper whose title or "
+               "abstract keeps those words together rises.")
 
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}

@@ -38,19 +38,29 @@ def word_pairs(text: str) -> frozenset[Pair]:
     return frozenset(zip(terms, terms[1:], strict=False))
 
 
-def paper_pairs(paper: Paper) -> frozenset[Pair]:
+Segments = tuple[list[str], list[str]]
+
+
+def paper_segments(paper: Paper) -> Segments:
+    """The content-word stems of a paper's title and of its abstract (no pair or window spans the two)."""
+    return content_terms(paper.title), content_terms(paper.abstract or "")
+
+
+def paper_pairs(paper: Paper, segments: Segments | None = None) -> frozenset[Pair]:
     """B(d) of a paper: its title's pairs and its abstract's pairs (none across the two)."""
-    return word_pairs(paper.title) | word_pairs(paper.abstract or "")
+    title, abstract = segments or paper_segments(paper)
+    return frozenset(zip(title, title[1:], strict=False)) | frozenset(zip(abstract, abstract[1:], strict=False))
 
 
-def pair_share(query_pairs: frozenset[Pair], paper: Paper) -> float:
+def pair_share(query_pairs: frozenset[Pair], paper: Paper, segments: Segments | None = None) -> float:
     """|B(q) ∩ B(d)| / |B(q)|; 0 for a query without pairs."""
     if not query_pairs:
         return 0.0
-    return len(query_pairs & paper_pairs(paper)) / len(query_pairs)
+    return len(query_pairs & paper_pairs(paper, segments)) / len(query_pairs)
 
 
-def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDOW) -> float:
+def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDOW,
+                 segments: Segments | None = None) -> float:
     """|U(q) ∩ U(d)| / |U(q)|: the share of the query's pairs of two different stems whose stems occur within
     ``window`` content words of each other, in either order, in the paper's title or in its abstract; 0 for a
     query without such a pair."""
@@ -59,9 +69,9 @@ def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDO
         return 0.0
     stems = {t for p in wanted for t in p}
     found: set[frozenset[str]] = set()
-    for text in (paper.title, paper.abstract or ""):
+    for terms in segments or paper_segments(paper):
         positions: dict[str, list[int]] = {}
-        for i, t in enumerate(content_terms(text)):
+        for i, t in enumerate(terms):
             if t in stems:
                 positions.setdefault(t, []).append(i)
         for pair in wanted - found:
@@ -82,8 +92,9 @@ def rescore(query: str, results: Sequence[ScoredPaper], weight: float,
     top = max(r.score for r in results)
 
     def bonus(paper: Paper) -> float:
-        ordered = weight * pair_share(pairs, paper) if weight > 0.0 else 0.0
-        return ordered + (window_weight * window_share(pairs, paper) if window_weight > 0.0 else 0.0)
+        segments = paper_segments(paper)
+        ordered = weight * pair_share(pairs, paper, segments) if weight > 0.0 else 0.0
+        return ordered + (window_weight * window_share(pairs, paper, segments=segments) if window_weight > 0.0 else 0.0)
 
     scored = [ScoredPaper(r.paper, r.score + top * bonus(r.paper)) for r in results]
     order = sorted(range(len(scored)), key=lambda i: -scored[i].score)  # stable: ties keep the search's order

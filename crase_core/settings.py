@@ -89,7 +89,8 @@ class PipelineSettings:
     search_limit: int = knob(100, "Results requested from the one search call per sub-query.",
                              label="Search results per sub-query", minimum=1, maximum=1000)
     proximity_weight: float = knob(
-        0.4, "w: every search's results are re-scored by term proximity, s + w·s₁·(share of the query's adjacent "
+        0.4, "w: every search of a local corpus (BM25) is re-scored by term proximity, s + w·s₁·(share of the "
+        "query's adjacent "
         "word pairs that the paper's title or abstract also has adjacent), s₁ the list's best score "
         "(crase_core.proximity; the sequential dependence model's ordered pairs). 0 turns it off.",
         label="w — word-pair proximity in the search", minimum=0.0, maximum=2.0, step=0.05)

@@ -228,6 +228,7 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 
 @pytest.mark.parametrize("changes", [{"query_seeds": 10}, {"anchor_restart_weight": 0.5}, {"text_floor": 10},
                                      {"text_rank_confidence": 1.0}, {"proximity_weight": 1.0},
+                                     {"proximity_window_weight": 1.0},
                                      {"query_seeds": 10, "anchor_restart_weight": 1.0, "text_floor": 20},
                                      {"preset": "default"}, {"preset": "paper"}])
 def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):

@@ -59,7 +59,7 @@ def test_rescore_leaves_the_list_alone_when_there_is_nothing_to_do():
 def test_every_search_of_stage_1b_is_rescored(tiny_source):
     query = "black hole microstates anti-de Sitter holography entropy counting"
     plan = PlanResult(query, ["black hole entropy"], "test")
-    settings = PipelineSettings(m=3, query_seeds=3, proximity_weight=1.0)
+    settings = PipelineSettings(m=3, query_seeds=3, proximity_weight=1.0, proximity_window_weight=0.0)
     plain_sub = tiny_source.search("black hole entropy", settings.search_limit)
     plain_full = tiny_source.search(query, settings.search_limit)
     seeding = search_full_query(query, search_seeds(plan, tiny_source, settings), tiny_source, settings)
@@ -69,9 +69,25 @@ def test_every_search_of_stage_1b_is_rescored(tiny_source):
     # the re-scoring changed something on this corpus (the test can fail), and w = 0 is the plain search
     assert [h.score for h in full_hits] != [r.score for r in plain_full]
     off = search_full_query(query, Seeding([], []), tiny_source, settings.replace(proximity_weight=0.0))
+    with_window = search_full_query(query, Seeding([], []), tiny_source, settings.replace(proximity_window_weight=0.5))
+    assert [h.score for h in with_window.query_hits] == [r.score for r in rescore(query, plain_full, 1.0, 0.5)]
     assert [(h.paper_id, h.score) for h in off.query_hits] == [(r.paper.id, r.score) for r in plain_full]
     with pytest.raises(InputError):
         PipelineSettings(proximity_weight=-0.1)
+
+
+def test_a_remote_sources_ranking_is_not_rescored(tiny_source):
+    class Remote:  # a source without a local BM25 index (what the Semantic Scholar source is)
+        def search(self, query, limit):
+            return list(reversed(tiny_source.search(query, limit)))
+
+    from crase_core.stages.seeding import search
+
+    query = "black hole microstates anti-de Sitter holography entropy counting"
+    settings = PipelineSettings(proximity_weight=1.0, proximity_window_weight=1.0)
+    remote = Remote().search(query, 100)
+    assert [r.paper.id for r in search(Remote(), query, settings)] == [r.paper.id for r in remote]
+    assert search(tiny_source, query, settings) != tiny_source.search(query, 100)  # the local one is
 
 
 def test_window_share_counts_the_querys_pairs_found_within_eight_words_in_either_order():

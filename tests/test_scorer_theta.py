@@ -111,8 +111,8 @@ def test_edge_theta_resolves_by_scorer():
 def test_defaults_are_the_measured_configuration():
     s = PipelineSettings()
     assert (s.L, s.L_offline, s.theta, s.theta_lexical, s.query_seeds) == (5, 1, 0.75, 0.0, 5)
-    assert (s.proximity_weight, s.anchor_restart_weight) == (0.2, 0.1)
-    assert (s.text_rank_weight, s.text_rank_confidence, s.text_rank_specificity) == (0.55, 0.25, 0.4)
+    assert (s.proximity_weight, s.proximity_window_weight, s.anchor_restart_weight) == (0.4, 0.2, 0.1)
+    assert (s.text_rank_weight, s.text_rank_confidence, s.text_rank_specificity) == (0.6, 0.5, 0.5)
     assert (s.ranker, s.fusion, s.tau, s.preset) == ("salsa", "restart-rrf", 0.0, "default")
     assert set(PRESETS) == {"default", "paper"}  # round 4's hybrid preset is superseded by the default
 
@@ -126,7 +126,8 @@ def _cli(*argv: str) -> PipelineSettings:
 def test_preset_paper_is_the_papers_configuration():
     paper = PipelineSettings(ranker="ppr", personalization="uniform", alpha=0.15, text_candidates=0, hops=1.5, m=10,
                              beta=0.5, theta=0.75, theta_lexical=0.75, tau=0.0, fusion="none", query_seeds=0,
-                             L_offline=5, proximity_weight=0.0, anchor_restart_weight=0.0, text_rank_weight=0.4,
+                             L_offline=5, proximity_weight=0.0, proximity_window_weight=0.0,
+                             anchor_restart_weight=0.0, text_rank_weight=0.4,
                              text_rank_confidence=0.0, text_rank_specificity=0.0, preset="paper")
     assert PipelineSettings.from_preset("paper") == paper
     assert _cli("--preset", "paper") == paper
@@ -212,7 +213,7 @@ def test_every_dev_run_still_runs_what_it_ran():
                                                           text_rank_weight=0.5, text_rank_confidence=0.35)
     # every run measured before the switch judged every edge at one θ, and got the round-3 values it does not name
     for name, run in ev.RUNS.items():
-        if name in ("crase", "paper") or name.startswith("round5-"):
+        if name in ("crase", "paper") or name.startswith("round5"):
             continue
         s = runs[name]
         assert s.theta_lexical == s.theta, name

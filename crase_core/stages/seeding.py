@@ -65,9 +65,13 @@ class Seeding:
 def search(source: PaperSource, query: str, settings: PipelineSettings) -> list[ScoredPaper]:
     """The one search call of stage 1b: ``settings.search_limit`` results of ``source`` for ``query``,
     re-scored by term proximity when ``settings.proximity_weight`` or ``proximity_window_weight`` > 0
-    (:mod:`crase_core.proximity`)."""
-    return rescore(query, source.search(query, settings.search_limit), settings.proximity_weight,
-                   settings.proximity_window_weight)
+    (:mod:`crase_core.proximity`) and the source searches a local BM25 index (one with a ``text_index``: the
+    weights are measured on BM25's score scale; a remote source's own ranking, e.g. Semantic Scholar's,
+    is kept as it is)."""
+    results = source.search(query, settings.search_limit)
+    if getattr(source, "text_index", None) is None:
+        return list(results)
+    return rescore(query, results, settings.proximity_weight, settings.proximity_window_weight)
 
 
 class SeedingStage(Protocol):
