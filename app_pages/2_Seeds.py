@@ -7,6 +7,7 @@ import streamlit as st
 
 from crase_app.display import md_escape
 from crase_app.shared import trace_page
+from crase_core.proximity import WINDOW
 
 trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
             "recency ranking (with question seeds on, the question's own top r by relevance join them). Stage 2 "
@@ -27,12 +28,11 @@ st.caption(f"Planner: {md_escape(plan.planner)}" + (" (cached)" if plan.cached e
            + (f" · notes: {md_escape('; '.join(plan.notes))}" if plan.notes else ""))
 if plan.error:
     st.warning(f"The planner failed: {md_escape(plan.error)}")
-proximity = getattr(trace.settings, "proximity_weight", 0.0)
-window = getattr(trace.settings, "proximity_window_weight", 0.0)
+proximity, window = trace.settings.proximity_weight, trace.settings.proximity_window_weight
 if proximity > 0 or window > 0:
     st.caption(f"Relevance ranks are the search's scores re-ranked by term proximity (w = {proximity:g} for the "
-               f"search's adjacent words in order, u = {window:g} for them within 8 words): a paper whose title or "
-               "abstract keeps those words together rises.")
+               f"search's adjacent words in order, u = {window:g} for them within {WINDOW} words): a paper whose "
+               "title or abstract keeps those words together rises.")
 
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}

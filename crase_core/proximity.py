@@ -32,10 +32,13 @@ Pair = tuple[str, str]
 WINDOW = 8
 
 
+def _adjacent(terms: Sequence[str]) -> frozenset[Pair]:
+    return frozenset(zip(terms, terms[1:], strict=False))
+
+
 def word_pairs(text: str) -> frozenset[Pair]:
     """B(text): the adjacent pairs of ``text``'s content-word stems."""
-    terms = content_terms(text)
-    return frozenset(zip(terms, terms[1:], strict=False))
+    return _adjacent(content_terms(text))
 
 
 Segments = tuple[list[str], list[str]]
@@ -49,7 +52,7 @@ def paper_segments(paper: Paper) -> Segments:
 def paper_pairs(paper: Paper, segments: Segments | None = None) -> frozenset[Pair]:
     """B(d) of a paper: its title's pairs and its abstract's pairs (none across the two)."""
     title, abstract = segments or paper_segments(paper)
-    return frozenset(zip(title, title[1:], strict=False)) | frozenset(zip(abstract, abstract[1:], strict=False))
+    return _adjacent(title) | _adjacent(abstract)
 
 
 def pair_share(query_pairs: frozenset[Pair], paper: Paper, segments: Segments | None = None) -> float:
@@ -59,17 +62,25 @@ def pair_share(query_pairs: frozenset[Pair], paper: Paper, segments: Segments | 
     return len(query_pairs & paper_pairs(paper, segments)) / len(query_pairs)
 
 
+def unordered(query_pairs: frozenset[Pair]) -> frozenset[frozenset[str]]:
+    """U(q): the query's pairs of two different stems, unordered."""
+    return frozenset(frozenset(p) for p in query_pairs if p[0] != p[1])
+
+
 def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDOW,
                  segments: Segments | None = None) -> float:
     """|U(q) ∩ U(d)| / |U(q)|: the share of the query's pairs of two different stems whose stems occur within
     ``window`` content words of each other, in either order, in the paper's title or in its abstract; 0 for a
     query without such a pair."""
-    wanted = {frozenset(p) for p in query_pairs if p[0] != p[1]}
+    return _window_share(unordered(query_pairs), segments or paper_segments(paper), window)
+
+
+def _window_share(wanted: frozenset[frozenset[str]], segments: Segments, window: int = WINDOW) -> float:
     if not wanted:
         return 0.0
     stems = {t for p in wanted for t in p}
     found: set[frozenset[str]] = set()
-    for terms in segments or paper_segments(paper):
+    for terms in segments:
         positions: dict[str, list[int]] = {}
         for i, t in enumerate(terms):
             if t in stems:
@@ -90,11 +101,12 @@ def rescore(query: str, results: Sequence[ScoredPaper], weight: float,
     if (weight <= 0.0 and window_weight <= 0.0) or not pairs or not results:
         return list(results)
     top = max(r.score for r in results)
+    wanted = unordered(pairs)
 
-    def bonus(paper: Paper) -> float:
+    def bonus(paper: Paper) -> float:  # one stemming of the paper for both features
         segments = paper_segments(paper)
         ordered = weight * pair_share(pairs, paper, segments) if weight > 0.0 else 0.0
-        return ordered + (window_weight * window_share(pairs, paper, segments=segments) if window_weight > 0.0 else 0.0)
+        return ordered + (window_weight * _window_share(wanted, segments) if window_weight > 0.0 else 0.0)
 
     scored = [ScoredPaper(r.paper, r.score + top * bonus(r.paper)) for r in results]
     order = sorted(range(len(scored)), key=lambda i: -scored[i].score)  # stable: ties keep the search's order

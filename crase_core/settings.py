@@ -90,8 +90,7 @@ class PipelineSettings:
                              label="Search results per sub-query", minimum=1, maximum=1000)
     proximity_weight: float = knob(
         0.4, "w: every search of a local corpus (BM25) is re-scored by term proximity, s + w·s₁·(share of the "
-        "query's adjacent "
-        "word pairs that the paper's title or abstract also has adjacent), s₁ the list's best score "
+        "query's adjacent word pairs that the paper's title or abstract also has adjacent), s₁ the list's best score "
         "(crase_core.proximity; the sequential dependence model's ordered pairs). 0 turns it off.",
         label="w — word-pair proximity in the search", minimum=0.0, maximum=2.0, step=0.05)
     proximity_window_weight: float = knob(
