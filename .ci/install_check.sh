@@ -3,7 +3,7 @@
 #
 # Builds the wheel from a clean copy of the checkout, installs it (`pip install`, not -e) into a fresh venv,
 # then, from an empty temporary directory:
-#   1. checks that every shipped resource (prompts, hep-th corpus, SciFact pairs, UI assets) resolves inside
+#   1. checks that every shipped resource (prompts, hep-th corpus and its embeddings, SciFact pairs, UI assets) resolves inside
 #      the installed package and loads;
 #   2. runs `crase query "noncommutative solitons" --k 5` and checks its ranked list;
 #   3. starts `streamlit run app.py` on a free port from a copy of the app side only (app.py + app_pages/ + crase_app/, no
@@ -64,11 +64,15 @@ venv, package = Path(sys.argv[1]).resolve(), Path(crase_core.__file__).resolve()
 assert package.is_relative_to(venv), f"crase_core imported from {package}, not from the venv"
 files = [r.prompts_dir() / f"{n}.txt" for n in PROMPT_NAMES] + [
     r.corpus_dir() / "papers.jsonl.gz", r.corpus_dir() / "citations.tsv.gz", r.scifact_pairs_file(),
-    r.demo_queries_file(), *(r.graph_component_dir() / f for f in ("index.html", "main.js", "vis-network.min.js"))]
+    r.demo_queries_file(), *(r.graph_component_dir() / f for f in ("index.html", "main.js", "vis-network.min.js")),
+    *r.embeddings_dir().glob("hepth-*.f16.npy")]
+assert any(f.name.endswith(".f16.npy") for f in files), "the hep-th corpus embeddings are not shipped"
 for f in files:
     assert f.is_file() and f.resolve().is_relative_to(package), f"{f} missing or outside {package}"
 assert [load_prompt(n).name for n in PROMPT_NAMES] == list(PROMPT_NAMES)
 assert len(load_pairs(limit=5)) == 5
+from crase_core.sources.local import LocalSource
+assert LocalSource.open().embeddings is not None, "the shipped embeddings do not load for the embedded corpus"
 print(f"  {len(files)} shipped files under {package}")
 EOF
 

@@ -8,6 +8,7 @@ import streamlit as st
 from crase_app.display import md_escape
 from crase_app.shared import trace_page
 from crase_core.proximity import WINDOW
+from crase_core.semantic import MODEL_NAME as SEMANTIC_MODEL
 
 trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
             "recency ranking (with question seeds on, the question's own top r by relevance join them). Stage 2 "
@@ -33,6 +34,16 @@ if proximity > 0 or window > 0:
     st.caption(f"Relevance ranks are the search's scores re-ranked by term proximity (w = {proximity:g} for the "
                f"search's adjacent words in order, u = {window:g} for them within {WINDOW} words): a paper whose "
                "title or abstract keeps those words together rises.")
+semantic, scope = trace.settings.semantic_feedback_weight, trace.settings.semantic_feedback_scope
+if trace.semantic_feedback:
+    where = {"all": "In every search", "question": "In the question's own search",
+             "fusion": "In the question's search as the final ranking reads it (not for the seeds or the walk)"}
+    st.caption(f"{where.get(scope, 'In the search')}, the papers whose {SEMANTIC_MODEL} embedding is nearest to "
+               f"the top hit's join the list (semantic feedback, weight w_s = {semantic:g}): a paper that reads like "
+               "the best match rises even when it uses other words.")
+elif semantic > 0:
+    st.caption("Semantic feedback is not available for this corpus (embeddings ship for the embedded hep-th corpus "
+               "only): the search ranks by its words.")
 
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}

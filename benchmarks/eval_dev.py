@@ -40,12 +40,17 @@ class Run(NamedTuple):
 #: μ 0.4 fixed (theta_lexical 0.75, query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs
 #: defined as "that default + X" name these values, so they still run what they ran.
 ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
+#: round 5's default: what issue 14's round 6 changed (semantic feedback), at round 5's values. The runs of
+#: round 5 (its default's ablations) and "round5-default" name it, so they still run what they ran.
+ROUND5: dict[str, Any] = {"semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
-    "crase": Run("crase", {}, "the default configuration (issue 14 round 5: L 1, θ 0.75 for model-scored edges "
-                 "and θ_lexical 0, hybrid seeds 5, term proximity w 0.4 in order and u 0.2 in a window, anchor "
-                 "text in the restart 0.1, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
+    "crase": Run("crase", {}, "the default configuration (issue 14 round 6: round 5's default with semantic "
+                 "feedback w_s 0.4 in the final fusion's list — L 1, θ 0.75 for model-scored edges and θ_lexical 0, "
+                 "hybrid seeds 5, term proximity w 0.4 in order and u 0.2 in a window, anchor text in the restart "
+                 "0.1, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
+    "round5-default": Run("crase", dict(ROUND5), "round 5's default: the default without semantic feedback"),
     "round3-default": Run("crase", dict(ROUND3), "round 3's default, the default before issue 14's round 4: θ "
                           "0.75 for every edge, no question seeds, μ 0.4 fixed"),
     "previous-default": Run("crase", {**ROUND3, "ranker": "ppr", "query_power": 12.0, "fusion": "rrf",
@@ -154,8 +159,31 @@ RUNS: dict[str, Run] = {
     "hybrid-L5-kappa-0.5": Run("crase", {**ROUND3, "L_offline": 5, "theta": 0.0, "theta_lexical": 0.0, "query_seeds": 5,
                                          "text_rank_weight": 0.5, "text_rank_confidence": 0.5},
                                "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
+    # issue 14, round 6: semantic feedback (vector PRF from the shipped MiniLM corpus embeddings)
+    **{f"semantic-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "all"},
+                              f"round 5's default with semantic feedback w_s {w:g} in every search")
+       for w in (0.3, 0.4, 0.5, 0.6)},
+    **{f"semantic-question-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "question"},
+                                       f"round 5's default with semantic feedback w_s {w:g} in the question's own "
+                                       "search only")
+       for w in (0.4, 0.6)},
+    **{f"semantic-fusion-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "fusion"},
+                                     f"round 5's default with semantic feedback w_s {w:g} in the final fusion's "
+                                     "list only (seeds and the walk's restart keep the search's own)")
+       for w in (0.3, 0.4, 0.5, 0.6)},
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
+    # issue 14, round 6: the new default's stages ablated (only that part changes)
     **{name: Run("crase", change, what, variant)
+       for name, change, what, variant in (
+           ("round6-planning", {"L_offline": 5}, "the default with planning (up to 5 sub-queries)", None),
+           ("round6-relevance-seeds", {}, "the default with seeds by relevance alone (no recency)", "relevance-seeds"),
+           ("round6-pruning", {"theta_lexical": 0.75},
+            "the default with pruning of the lexically scored edges (θ_lexical 0.75)", None),
+           ("round6-no-recency-weight", {"beta": 0.0}, "the default without recency weighting (β 0)", None),
+           ("round6-no-proximity", {"proximity_weight": 0.0, "proximity_window_weight": 0.0},
+            "the default without term proximity (w = u = 0)", None),
+       )},
+    **{name: Run("crase", {**ROUND5, **change}, what, variant)
        for name, change, what, variant in (
            ("round5-no-proximity", {"proximity_weight": 0.0, "proximity_window_weight": 0.0},
             "the default without term proximity (w = u = 0)", None),
@@ -202,18 +230,30 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "the default switch (scorer-aware θ)": ("round3-default", "preset-hybrid", "hybrid-keep-stages",
                                             "hybrid-keep-planning"),
     "round 5: the default and each part's ablation": (
-        "crase", "round5a", "round5-no-proximity", "round5-no-window", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
+        "round5-default", "round5a", "round5-no-proximity", "round5-no-window", "round5-no-specificity", "round5-no-confidence", "round5-no-anchor-restart",
         "round5-no-query-seeds", "round5-pruning", "round5-planning", "round5-relevance-seeds",
         "round5-no-recency-weight", "round5-phrase-planner", "round5-phrase-planner-L3"),
+    "round 6: semantic feedback (weight and scope)": (
+        "round5-default", "crase", "semantic-0.3", "semantic-0.4", "semantic-0.6", "semantic-question-0.4",
+        "semantic-question-0.6", "semantic-fusion-0.3", "semantic-fusion-0.4", "semantic-fusion-0.5",
+        "semantic-fusion-0.6"),
+    "round 6: the default and each stage's ablation": (
+        "crase", "round5-default", "round6-planning", "round6-relevance-seeds", "round6-pruning",
+        "round6-no-recency-weight", "round6-no-proximity"),
     "every measured configuration": tuple(RUNS),
 }
-DEFAULT_RUNS = ("crase", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
+DEFAULT_RUNS = ("crase", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
                 "no-planning", "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
 
 
 def defined_on_round3(run: Run) -> bool:
     """Whether ``run`` is a crase run defined on round 3's default (``{**ROUND3, …}``)."""
     return run.method == "crase" and all(k in run.overrides for k in ROUND3)
+
+
+def defined_on_round5(run: Run) -> bool:
+    """Whether ``run`` is a crase run defined on round 5's default (``{**ROUND5, …}``) and not on round 3's."""
+    return run.method == "crase" and all(k in run.overrides for k in ROUND5) and not defined_on_round3(run)
 
 
 def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
@@ -272,11 +312,19 @@ def main() -> None:
                                               [(n, rows_of[n]) for n in on_round3], kinds)))
             else:
                 on_round3 = []
-            others = [(n, rows_of[n]) for n in rows_of if n != "crase" and n not in on_round3]
+            on_round5 = [n for n in rows_of if n != "round5-default" and defined_on_round5(RUNS[n])]
+            if "round5-default" in rows_of and on_round5:
+                sections.append(("Against round 5's default, the runs defined on it (Δ = run − round5-default; "
+                                 "paired permutation p-value)",
+                                 paired_table(("round5-default", rows_of["round5-default"]),
+                                              [(n, rows_of[n]) for n in on_round5], kinds)))
+            else:
+                on_round5 = []
+            others = [(n, rows_of[n]) for n in rows_of if n != "crase" and n not in on_round3 and n not in on_round5]
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
             # the default against the text baseline and its predecessors
-            for ref in ("bm25", "round3-default", "previous-default"):
+            for ref in ("bm25", "round5-default", "round3-default", "previous-default"):
                 if ref in rows_of:
                     sections.append((f"The default against {ref} (Δ = default − {ref}; paired permutation p-value)",
                                      paired_table((ref, rows_of[ref]), [("crase", rows_of["crase"])], kinds)))

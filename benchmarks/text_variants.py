@@ -1,4 +1,4 @@
-"""Three more lexical ideas for the text relevance, measured on the dev sets (issue 14, round 6).
+"""More text-relevance ideas, measured on the dev sets (issue 14, round 6).
 
 Each is measured at the text level (no graph), under the harness's per-query leakage filter, against
 the project's own BM25 (``bm25`` rows of the harness; the script checks that its own BM25 reproduces them):
@@ -13,10 +13,14 @@ the project's own BM25 (``bm25`` rows of the harness; the script checks that its
    folded in (q·V) and scored by cosine. The fusion is (1 − w)·BM25' + w·LSA', each min-max normalised
    over BM25's top ``--depth`` ∪ LSA's top ``--depth`` (as ``dense_hybrid.py``). The SVD is fitted on the
    whole corpus, hidden papers included (like the index's idf; hidden papers never rank).
-3. **BM25's parameters** (``bm25-t{T}-k{k1}-b{b}``): k1, b and how many times the title counts (1, 2 = the
+3. **Semantic feedback at the text level** (``bm25+semantic-feedback-w``): BM25's top 100 fused with the papers
+   whose shipped MiniLM embedding is nearest to its top hit's (``crase_core.semantic.feedback_fuse``, the
+   default pipeline's signal, here without the graph), weight w.
+4. **BM25's parameters** (``bm25-t{T}-k{k1}-b{b}``): k1, b and how many times the title counts (1, 2 = the
    index's, 3), on a grid. Changing them changes the BM25 baseline itself.
 
-With ``--pipeline acronyms-W,k1-X,...`` it also runs the default pipeline end to end with one change:
+With ``--pipeline acronyms-W,k1-X,...`` it also runs round 5's default (semantic feedback off, the default
+these ideas were measured on) end to end with one change:
 acronym expansion at weight W (every local search of the run, sub-queries and the question, is expanded:
 the script wraps ``TextIndex.scores``) or BM25's k1 = X (then BM25 alone is rerun with that k1 too), into
 ``OUT/<bench>/crase-<change>``. Nothing in ``crase_core`` changes.
@@ -25,7 +29,7 @@ the script wraps ``TextIndex.scores``) or BM25's k1 = X (then BM25 alone is reru
         [--pipeline acronyms-0.5,acronyms-1,k1-0.9,k1-1.2]
 
 Writes ``OUT/text_variants.md``: every run by kind with 95% bootstrap intervals, paired permutation tests
-against bm25 (and the pipeline runs against the committed ``crase`` rows), and the BM25 grid. Everything
+against bm25 (and the pipeline runs against the committed ``round5-default`` rows), and the BM25 grid. Everything
 here is tuned on the dev sets. Nothing in ``crase_core`` or the tests imports this file.
 """
 
@@ -50,6 +54,8 @@ from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
 from crase_core.evaluation.metrics import KS, per_query_metrics
 from crase_core.evaluation.report import kind_table, paired_table
 from crase_core.runtime import RuntimeConfig, build_engine
+from crase_core.semantic import feedback_fuse
+from crase_core.settings import PipelineSettings
 from crase_core.text import STOPWORDS, content_terms, content_words, stem
 from crase_core.textindex import TextIndex
 
@@ -57,6 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from text_fusion import interpolate, order_by, overall_table, top_ids  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
+#: the end-to-end runs change round 5's default (semantic feedback off), the default these ideas were measured on
+ROUND5_DEFAULT = PipelineSettings(semantic_feedback_weight=0.0, semantic_feedback_scope="all")
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
 Row = dict[str, Any]
 Scorer = Callable[[BenchQuery, np.ndarray], np.ndarray]  # (query, visible mask) → a score per paper
@@ -180,7 +188,7 @@ def row_of(q: BenchQuery, method: str, ranked: list[str]) -> Row:
 
 def text_rows(queries: Sequence[BenchQuery], index: TextIndex, ids: Sequence[str], table: Mapping[tuple[str, ...], str],
               lsa: Scorer, grid: Mapping[str, Scorer], weights: Sequence[float], lsa_weights: Sequence[float],
-              depth: int) -> dict[str, list[Row]]:
+              depth: int, feedback_weights: Sequence[float] = (0.3, 0.4, 0.5)) -> dict[str, list[Row]]:
     """One row per query for every text-level run (see the module docstring)."""
     runs: dict[str, list[Row]] = {}
     runtime = RuntimeConfig()
@@ -188,7 +196,8 @@ def text_rows(queries: Sequence[BenchQuery], index: TextIndex, ids: Sequence[str
     def add(name: str, q: BenchQuery, order: list[int]) -> None:
         runs.setdefault(name, []).append(row_of(q, name, [ids[i] for i in order[:50]]))
     for q in queries:
-        visible = build_engine(runtime, source_filter=leakage_filter(q)).source.visible
+        source_q: Any = build_engine(runtime, source_filter=leakage_filter(q)).source
+        visible = source_q.visible
         lexical = np.where(visible, index.scores(q.query), 0.0).astype(np.float64)
         positive = np.where(lexical > 0, lexical, -np.inf)
         add("bm25 (own)", q, top_ids(positive, ids, 50))
@@ -196,6 +205,13 @@ def text_rows(queries: Sequence[BenchQuery], index: TextIndex, ids: Sequence[str
             extra = expansions(q.query, table, reverse)
             s = lexical + (w * np.where(visible, index.scores(" ".join(extra)), 0.0) if extra else 0.0)
             add(f"acronyms{'-rev' if reverse else ''}-{w:g}", q, top_ids(np.where(s > 0, s, -np.inf), ids, 50))
+        if source_q.embeddings is not None:  # semantic feedback (crase_core.semantic) on the plain BM25 list
+            hits = source_q.search(q.query, 100)
+            for w in feedback_weights:
+                fused = feedback_fuse(hits, source_q.embeddings, source_q.corpus.index, source_q.corpus.papers,
+                                      visible, w)
+                runs.setdefault(f"bm25+semantic-feedback-{w:g}", []).append(
+                    row_of(q, f"bm25+semantic-feedback-{w:g}", [r.paper.id for r in fused[:50]]))
         semantic = lsa(q, visible)
         ls = top_ids(semantic, ids, depth)
         add("lsa", q, ls)
@@ -230,7 +246,7 @@ def pipeline_rows(bench_file: Path, out: Path, table: Mapping[tuple[str, ...], s
         rows = []
         for method in ("crase", "bm25") if kind == "k1" else ("crase",):
             folder = out / (f"crase-{spec}" if method == "crase" else f"bm25-{spec}")
-            run_eval(EvalJob(bench=str(bench_file), out=str(folder), method=method),
+            run_eval(EvalJob(bench=str(bench_file), out=str(folder), method=method, settings=ROUND5_DEFAULT),
                      progress=lambda s: print(s, file=sys.stderr))
             rows.append(read_rows(folder / "per_query.jsonl"))
     finally:
@@ -279,7 +295,7 @@ def main() -> None:
     grid = {f"bm25-t{t}-k{k1:g}-b{b:g}": bm25_scorer(counts[t], vocab, k1, b)
             for t, k1, b in itertools.product((1, 2, 3), (0.9, 1.2, 1.5, 2.0), (0.5, 0.75, 0.9))}
     lsa = lsa_scorer(counts[2], vocab, args.lsa_k)
-    md = ["# More lexical text relevance on the dev sets (issue 14, round 6)", "",
+    md = ["# More text relevance on the dev sets (issue 14, round 6)", "",
           f"{len(table)} acronyms mined from the corpus (each definition seen ≥ {args.min_count} times; long forms "
           f"as the index's stems), e.g. "
           + ", ".join(f"{a.upper()} = {' '.join(k)}" for k, a in list(table.items())[:8]) + ".", ""]
@@ -298,7 +314,7 @@ def main() -> None:
         same_grid = sum(r["ranked"] != harness[r["qid"]]["ranked"] for r in runs["bm25-t2-k1.5-b0.75"])
         all_runs[bench] = runs
         shown = {n: r for n, r in runs.items() if not n.startswith("bm25-t") or n in ("bm25-t2-k0.9-b0.75", "bm25-t1-k0.9-b0.75")}
-        reference = ROOT / "results" / bench / "crase" / "per_query.jsonl"
+        reference = ROOT / "results" / bench / "round5-default" / "per_query.jsonl"
         ref = {r["qid"]: r for r in read_rows(reference)} if reference.exists() else {}
         pipeline: dict[str, list[Row]] = {}
         for spec in [x for x in args.pipeline.split(",") if x]:
@@ -315,9 +331,10 @@ def main() -> None:
                paired_table(("bm25", runs["bm25"]), [(n, r) for n, r in shown.items() if n != "bm25"], kinds), ""]
         if ref and pipeline:
             crase = [ref[q.qid] for q in queries]
-            md += ["End to end, against the committed `crase` default rows (Δ = run − crase; paired permutation p):", "",
-                   kind_table([("crase", crase), *pipeline.items()], kinds), "",
-                   paired_table(("crase", crase), list(pipeline.items()), kinds), ""]
+            md += ["End to end, on round 5's default, against its committed rows `round5-default` (Δ = run − "
+                   "round5-default; paired permutation p):", "",
+                   kind_table([("round5-default", crase), *pipeline.items()], kinds), "",
+                   paired_table(("round5-default", crase), list(pipeline.items()), kinds), ""]
     md += ["## BM25's parameters (text level; title × 2, k1 1.5, b 0.75 is the index's BM25)", "",
            *grid_table(all_runs, kinds), ""]
     text = "\n".join(md) + "\n"

@@ -278,6 +278,7 @@ def run_query(
         created_at=now.isoformat(timespec="seconds"),
         coverage=build.seeding.coverage,
         library=build.seeding.library,
+        semantic_feedback=build.seeding.semantic_feedback,
     )
     identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
                               trace.backend, trace.reference_year]

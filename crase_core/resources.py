@@ -36,13 +36,18 @@ def prompts_dir() -> Path:
 
 
 def assets_dir() -> Path:
-    """The shipped assets folder (``corpora/``, ``scifact/``, ``ui/``)."""
+    """The shipped assets folder (``corpora/``, ``embeddings/``, ``scifact/``, ``ui/``)."""
     return _shipped(_ASSETS)
 
 
 def corpus_dir(name: str = "hepth") -> Path:
     """An embedded corpus folder (``papers.jsonl.gz`` + ``citations.tsv.gz``); default: the hep-th corpus."""
     return assets_dir() / "corpora" / name
+
+
+def embeddings_dir() -> Path:
+    """Shipped corpus embeddings (``<corpus>-<fingerprint>-<model>.f16.npy``; see ``SOURCES.md`` there)."""
+    return assets_dir() / "embeddings"
 
 
 def scifact_pairs_file() -> Path:

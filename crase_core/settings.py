@@ -50,7 +50,8 @@ FUSION_MODES: dict[str, str] = {
 #: and the dev runs defined on that default name them.
 ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.75, "query_seeds": 0, "proximity_weight": 0.0,
                                    "proximity_window_weight": 0.0, "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
-                                   "text_rank_confidence": 0.0, "text_rank_specificity": 0.0}
+                                   "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
+                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -98,6 +99,18 @@ class PipelineSettings:
         "whose two words occur within 8 words of each other, in either order, in the paper's title or abstract) "
         "(crase_core.proximity; the sequential dependence model's unordered window). 0 turns it off.",
         label="u — word-window proximity in the search", minimum=0.0, maximum=2.0, step=0.05)
+    semantic_feedback_weight: float = knob(
+        0.4, "w_s: every search of a local corpus is fused with the papers whose MiniLM embedding is nearest to its "
+        "top hit's, (1 − w_s)·search + w_s·cosine, each min-max normalised (crase_core.semantic; vector "
+        "pseudo-relevance feedback from shipped corpus embeddings, no model at query time). 0 turns it off; a "
+        "corpus without embeddings runs without it.",
+        label="w_s — semantic feedback in the search", minimum=0.0, maximum=1.0, step=0.05)
+    semantic_feedback_scope: str = knob(
+        "fusion", "Which searches get semantic feedback: all (every sub-query's and the question's), question (the "
+        "full question's own search only: its seeds, the walk's restart, the text candidates and the fusion) or "
+        "fusion (only the list the text candidates, the final fusion and the floor read; seeds and the walk's "
+        "restart keep the search's own).",
+        label="Semantic feedback in", choices=("all", "question", "fusion"))
     hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
                        label="hops", choices=(1.0, 1.5, 2.0))
     neighbor_cap: int | None = knob(

@@ -74,6 +74,8 @@ class RunTrace:
     run_id: str = ""
     coverage: QueryCoverage | None = None  # how much the corpus has on the query (weak-match notice)
     library: UserLibrary | None = None  # the user's own papers, when the run was given them
+    #: whether the run's searches were fused with semantic feedback (asked for, and embeddings for the corpus)
+    semantic_feedback: bool = False
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---

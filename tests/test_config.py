@@ -96,7 +96,8 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
                                ranker="salsa", fusion="restart-rrf", L_offline=1, theta_lexical=0.0, query_seeds=5,
                                proximity_weight=0.4, proximity_window_weight=0.2, anchor_restart_weight=0.1,
                                text_rank_weight=0.6, text_rank_confidence=0.5,
-                               text_rank_specificity=0.5) == PipelineSettings()  # exactly
+                               text_rank_specificity=0.5, semantic_feedback_weight=0.4,
+                               semantic_feedback_scope="fusion") == PipelineSettings()  # exactly
     assert settings_from_args(parse("--preset", "paper", "--alpha", "0.2")).pipeline.alpha == 0.2
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"pipeline": {"preset": "paper", "alpha": 0.3}}))

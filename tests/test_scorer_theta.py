@@ -113,6 +113,7 @@ def test_defaults_are_the_measured_configuration():
     assert (s.L, s.L_offline, s.theta, s.theta_lexical, s.query_seeds) == (5, 1, 0.75, 0.0, 5)
     assert (s.proximity_weight, s.proximity_window_weight, s.anchor_restart_weight) == (0.4, 0.2, 0.1)
     assert (s.text_rank_weight, s.text_rank_confidence, s.text_rank_specificity) == (0.6, 0.5, 0.5)
+    assert (s.semantic_feedback_weight, s.semantic_feedback_scope) == (0.4, "fusion")
     assert (s.ranker, s.fusion, s.tau, s.preset) == ("salsa", "restart-rrf", 0.0, "default")
     assert set(PRESETS) == {"default", "paper"}  # round 4's hybrid preset is superseded by the default
 
@@ -128,7 +129,8 @@ def test_preset_paper_is_the_papers_configuration():
                              beta=0.5, theta=0.75, theta_lexical=0.75, tau=0.0, fusion="none", query_seeds=0,
                              L_offline=5, proximity_weight=0.0, proximity_window_weight=0.0,
                              anchor_restart_weight=0.0, text_rank_weight=0.4,
-                             text_rank_confidence=0.0, text_rank_specificity=0.0, preset="paper")
+                             text_rank_confidence=0.0, text_rank_specificity=0.0, semantic_feedback_weight=0.0,
+                             semantic_feedback_scope="all", preset="paper")
     assert PipelineSettings.from_preset("paper") == paper
     assert _cli("--preset", "paper") == paper
     assert _cli("--theta-lexical", "0.5").theta_lexical == 0.5 and _cli().theta_lexical == 0.0
@@ -211,9 +213,15 @@ def test_every_dev_run_still_runs_what_it_ran():
     assert runs["no-pruning"] == round3.replace(theta=0.0, theta_lexical=0.0)
     assert runs["hybrid-keep-planning"] == round3.replace(theta=0.0, theta_lexical=0.0, query_seeds=5,
                                                           text_rank_weight=0.5, text_rank_confidence=0.35)
+    # round 5's default and its ablations run without semantic feedback (round 6), as they did
+    round5 = PipelineSettings(semantic_feedback_weight=0.0, semantic_feedback_scope="all")
+    assert runs["round5-default"] == round5
+    assert runs["round5-pruning"] == round5.replace(theta_lexical=0.75)
+    assert all(runs[n].semantic_feedback_weight == 0.0 for n in ev.RUNS if n.startswith("round5"))
+    assert runs["semantic-fusion-0.4"] == PipelineSettings()  # the default is that run
     # every run measured before the switch judged every edge at one θ, and got the round-3 values it does not name
     for name, run in ev.RUNS.items():
-        if name in ("crase", "paper") or name.startswith("round5"):
+        if name in ("crase", "paper") or name.startswith(("round5", "round6", "semantic")):
             continue
         s = runs[name]
         assert s.theta_lexical == s.theta, name

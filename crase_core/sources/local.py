@@ -12,6 +12,7 @@ import numpy as np
 from .. import corpus_folder, environment
 from ..corpus import Corpus, load_corpus
 from ..records import Paper
+from ..semantic import DocEmbeddings, shipped_embeddings
 from ..textindex import TextIndex
 from .base import NeighborList, ScoredPaper, SourceFilter
 
@@ -45,9 +46,12 @@ class LocalSource:
 
     external_calls = 0
 
-    def __init__(self, corpus: Corpus, index: TextIndex, filter: SourceFilter | None = None):
+    def __init__(self, corpus: Corpus, index: TextIndex, filter: SourceFilter | None = None,
+                 embeddings: DocEmbeddings | None = None):
         self.corpus = corpus
         self.text_index = index
+        #: the corpus's paper embeddings when shipped (semantic feedback, crase_core.semantic), else None
+        self.embeddings = embeddings
         self.filter = filter or SourceFilter()
         self.name = f"local:{corpus.name}@{corpus.fingerprint[:8]}"
         visible = np.ones(len(corpus), dtype=bool)
@@ -65,14 +69,15 @@ class LocalSource:
         """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
         apply when its store must be built first)."""
         corpus = open_corpus(directory, workers=workers, progress=progress)
-        return cls(corpus, TextIndex.for_corpus(corpus))
+        return cls(corpus, TextIndex.for_corpus(corpus),
+                   embeddings=shipped_embeddings(corpus.name, corpus.fingerprint, len(corpus)))
 
     def describe(self) -> str:
         c = self.corpus
         return f"{c.name} ({len(c):,} papers, {c.n_citations:,} citations); filter: {self.filter.describe()}"
 
     def restricted(self, filter: SourceFilter) -> LocalSource:
-        return LocalSource(self.corpus, self.text_index, filter)
+        return LocalSource(self.corpus, self.text_index, filter, self.embeddings)
 
     def is_visible(self, paper_id: str) -> bool:
         i = self.corpus.index.get(paper_id)

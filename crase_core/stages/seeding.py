@@ -31,6 +31,7 @@ from ..records import (
     UserLibrary,
 )
 from ..seeds import build_seed_set, rank_hits
+from ..semantic import feedback_fuse
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
 from ..termstats import index_idf
@@ -55,6 +56,7 @@ class Seeding:
     feedback: list[str] = field(default_factory=list)  # the full-query search's feedback terms (feedback_docs)
     #: the walk's restart list when it differs from ``query_hits`` (anchor_restart_weight); None: query_hits
     restart_hits: list[SearchHit] | None = None
+    semantic_feedback: bool = False  # whether the searches were fused with semantic feedback (crase_core.semantic)
 
     @property
     def walk_hits(self) -> list[SearchHit]:
@@ -62,16 +64,32 @@ class Seeding:
         return self.restart_hits if self.restart_hits is not None else self.query_hits
 
 
-def search(source: PaperSource, query: str, settings: PipelineSettings) -> list[ScoredPaper]:
+def search(source: PaperSource, query: str, settings: PipelineSettings, *, question: bool = False) -> list[ScoredPaper]:
     """The one search call of stage 1b: ``settings.search_limit`` results of ``source`` for ``query``,
     re-scored by term proximity when ``settings.proximity_weight`` or ``proximity_window_weight`` > 0
     (:mod:`crase_core.proximity`) and the source searches a local BM25 index (one with a ``text_index``: the
     weights are measured on BM25's score scale; a remote source's own ranking, e.g. Semantic Scholar's,
-    is kept as it is)."""
+    is kept as it is), then fused with semantic feedback when ``settings.semantic_feedback_weight`` > 0 and the
+    source has embeddings for its corpus (:mod:`crase_core.semantic`) — in every search (scope "all"), or only
+    in the full question's own (``question``; scope "question"); scope "fusion" fuses none here
+    (:func:`search_full_query` does, for the final fusion only)."""
     results = source.search(query, settings.search_limit)
     if getattr(source, "text_index", None) is None:
         return list(results)
-    return rescore(query, results, settings.proximity_weight, settings.proximity_window_weight)
+    results = rescore(query, results, settings.proximity_weight, settings.proximity_window_weight)
+    scope = settings.semantic_feedback_scope
+    return semantic_fuse(source, results, settings) if scope == "all" or (scope == "question" and question) else results
+
+
+def semantic_fuse(source: PaperSource, results: list[ScoredPaper], settings: PipelineSettings) -> list[ScoredPaper]:
+    """``results`` fused with semantic feedback (:func:`crase_core.semantic.feedback_fuse`, weight
+    ``settings.semantic_feedback_weight``) when the weight is > 0 and ``source`` has embeddings; else ``results``."""
+    embeddings = getattr(source, "embeddings", None)
+    if settings.semantic_feedback_weight <= 0 or embeddings is None:
+        return results
+    corpus = getattr(source, "corpus")  # noqa: B009  (a source with embeddings is a LocalSource)
+    return feedback_fuse(results, embeddings, corpus.index, corpus.papers, getattr(source, "visible"),  # noqa: B009
+                         settings.semantic_feedback_weight)
 
 
 class SeedingStage(Protocol):
@@ -89,7 +107,7 @@ def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettin
     searched: list[tuple[str, list[ScoredPaper]]] = []
     for i, sq in enumerate(plan.subqueries):
         emit(progress, "seeds", i, len(plan.subqueries), f"searching “{sq}”")
-        searched.append((sq, search(source, sq, settings)))
+        searched.append((sq, search(source, sq, settings, question=sq == plan.query)))
     seeds, subquery_results = build_seed_set(plan.subqueries, [r for _, r in searched], settings.m)
     seeding = Seeding(seeds, subquery_results, searched, search_calls=len(searched))
     if settings.query_seeds > 0 and plan.query:
@@ -97,7 +115,7 @@ def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettin
         if same:
             results = same[0]
         else:
-            results = search(source, plan.query, settings)
+            results = search(source, plan.query, settings, question=True)
             searched.append((plan.query, results))
             seeding.search_calls += 1
         add_query_seeds(plan.query, rank_hits(results), seeding, settings.query_seeds)
@@ -110,7 +128,8 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     The full query's search is reused when the seeding stage already made it (a sub-query, or the
     hybrid seeds' search). With ``anchor_restart_weight`` the walk restarts from the search blended
     with anchor text (``Seeding.restart_hits``) while the text candidates and the final fusion keep
-    ``query_hits``.
+    ``query_hits``; with semantic feedback scope "fusion" ``query_hits`` is the semantically fused search and
+    the walk restarts from the search's own list (with anchor text when asked).
     """
     if settings.personalization != "query" and settings.text_candidates <= 0 and settings.text_floor <= 0:
         return seeding
@@ -118,19 +137,23 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     if same:
         results = same[0]
     else:
-        results = search(source, query, settings)
+        results = search(source, query, settings, question=True)
         seeding.search_calls += 1
     if settings.feedback_docs > 0 and results:
         results = with_feedback(query, results, source, settings, seeding)
     if settings.anchor_weight > 0:
         results = with_anchor_text(query, results, source, settings.anchor_weight, settings.search_limit)
-    seeding.query_hits = rank_hits(results)
-    seeding.query_papers = {r.paper.id: r.paper for r in results}
+    # scope "fusion": the text candidates, the fusion and the floor read the semantically fused list, the walk
+    # restarts from the search's own
+    fused = semantic_fuse(source, results, settings) if settings.semantic_feedback_scope == "fusion" else results
+    seeding.query_hits = rank_hits(fused)
+    seeding.query_papers = {r.paper.id: r.paper for r in fused}
+    restart = results
     if settings.anchor_restart_weight > 0:
-        blended = with_anchor_text(query, results, source, settings.anchor_restart_weight, settings.search_limit)
-        if blended is not results:
-            seeding.restart_hits = rank_hits(blended)
-            seeding.query_papers.update({r.paper.id: r.paper for r in blended})
+        restart = with_anchor_text(query, results, source, settings.anchor_restart_weight, settings.search_limit)
+    if restart is not fused:
+        seeding.restart_hits = rank_hits(restart)
+        seeding.query_papers.update({r.paper.id: r.paper for r in restart})
     return seeding
 
 
@@ -200,7 +223,15 @@ def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: Pipe
     seeding.coverage = coverage_for_source(query, source)
     if seeding.coverage is not None and seeding.coverage.weak:
         seeding.warnings.insert(0, seeding.coverage.notice)
+    seeding.semantic_feedback = semantic_feedback_ran(source, settings)
     return seeding
+
+
+def semantic_feedback_ran(source: PaperSource, settings: PipelineSettings) -> bool:
+    """Whether this run's searches were fused with semantic feedback: asked for (weight > 0), a local BM25
+    source, and embeddings shipped for its corpus (only the embedded hep-th corpus has them)."""
+    return (settings.semantic_feedback_weight > 0 and getattr(source, "text_index", None) is not None
+            and getattr(source, "embeddings", None) is not None)
 
 
 #: at most this many of the user's papers become seeds (the rest are only marked "in your library")
