@@ -36,11 +36,12 @@ if proximity > 0 or window > 0:
                "title or abstract keeps those words together rises.")
 semantic, scope = trace.settings.semantic_feedback_weight, trace.settings.semantic_feedback_scope
 if trace.semantic_feedback:
-    where = {"all": "In every search", "question": "In the question's own search",
-             "fusion": "In the question's search as the final ranking reads it (not for the seeds or the walk)"}
-    st.caption(f"{where.get(scope, 'In the search')}, the papers whose {SEMANTIC_MODEL} embedding is nearest to "
-               f"the top hit's join the list (semantic feedback, weight w_s = {semantic:g}): a paper that reads like "
-               "the best match rises even when it uses other words.")
+    where = {"all": "Every search takes in", "question": "The question's own search takes in",
+             "fusion": "For the final ranking (not for the seeds or the walk's restart), the question's search "
+                       "list takes in"}
+    st.caption(f"{where.get(scope, 'The search takes in')} the papers whose {SEMANTIC_MODEL} embedding is nearest "
+               f"to its top hit's (semantic feedback, w_s = {semantic:g}): a paper that reads like the best match "
+               "rises even when it uses other words.")
 elif semantic > 0:
     st.caption("Semantic feedback is not available for this corpus (embeddings ship for the embedded hep-th corpus "
                "only): the search ranks by its words.")
