@@ -303,24 +303,17 @@ def main() -> None:
         labelled = [(r.label, rows_of[r.label]) for r in runs]
         sections = [("By kind (95% bootstrap intervals over queries)", kind_table(labelled, kinds))]
         if "crase" in rows_of:
-            # a run defined on round 3's default is paired with it (a controlled comparison); the rest with the default
-            on_round3 = [n for n in rows_of if n != "round3-default" and defined_on_round3(RUNS[n])]
-            if "round3-default" in rows_of and on_round3:
-                sections.append(("Against round 3's default, the runs defined on it (Δ = run − round3-default; "
-                                 "paired permutation p-value)",
-                                 paired_table(("round3-default", rows_of["round3-default"]),
-                                              [(n, rows_of[n]) for n in on_round3], kinds)))
-            else:
-                on_round3 = []
-            on_round5 = [n for n in rows_of if n != "round5-default" and defined_on_round5(RUNS[n])]
-            if "round5-default" in rows_of and on_round5:
-                sections.append(("Against round 5's default, the runs defined on it (Δ = run − round5-default; "
-                                 "paired permutation p-value)",
-                                 paired_table(("round5-default", rows_of["round5-default"]),
-                                              [(n, rows_of[n]) for n in on_round5], kinds)))
-            else:
-                on_round5 = []
-            others = [(n, rows_of[n]) for n in rows_of if n != "crase" and n not in on_round3 and n not in on_round5]
+            # a run defined on an earlier default is paired with it (a controlled comparison); the rest with the default
+            paired: set[str] = set()
+            for base, label, defined_on in (("round3-default", "round 3's", defined_on_round3),
+                                            ("round5-default", "round 5's", defined_on_round5)):
+                members = [n for n in rows_of if n != base and defined_on(RUNS[n])]
+                if base in rows_of and members:
+                    sections.append((f"Against {label} default, the runs defined on it (Δ = run − {base}; "
+                                     "paired permutation p-value)",
+                                     paired_table((base, rows_of[base]), [(n, rows_of[n]) for n in members], kinds)))
+                    paired.update(members)
+            others = [(n, rows_of[n]) for n in rows_of if n != "crase" and n not in paired]
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
             # the default against the text baseline and its predecessors

@@ -60,19 +60,28 @@ def embeddings_file(name: str, fingerprint: str, folder: Path | None = None) -> 
     return (folder or embeddings_dir()) / f"{name}-{fingerprint[:16]}-{MODEL_NAME}.f16.npy"
 
 
-def load_embeddings(path: Path, rows: int) -> DocEmbeddings | None:
-    """The embeddings at ``path`` if they are a finite float array of ``rows`` unit-length rows, else None
-    (a missing file silently; a broken one with a warning: the search then runs without the feedback)."""
+def read_matrix(path: Path, rows: int, dtypes: tuple[type, ...], what: str) -> np.ndarray | None:
+    """The 2-D array at ``path`` if it is a plain (never pickled) array of ``rows`` rows in one of ``dtypes``,
+    else None: a missing file silently, a broken one with a warning naming ``what``."""
     if not path.is_file():
         return None
     try:
         raw = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
-        log.warning("semantic feedback off: %s is unreadable (%s)", path, e)
+        log.warning("%s: %s is unreadable (%s)", what, path, e)
         return None
-    if raw.ndim != 2 or raw.shape[0] != rows or raw.dtype not in (np.float16, np.float32) or raw.shape[1] == 0:
-        log.warning("semantic feedback off: %s has shape %s and dtype %s, not %d rows of float16/32",
-                    path, raw.shape, raw.dtype, rows)
+    if raw.ndim != 2 or raw.shape[0] != rows or raw.dtype not in dtypes or raw.shape[1] == 0:
+        log.warning("%s: %s has shape %s and dtype %s, not %d rows of %s", what, path, raw.shape, raw.dtype, rows,
+                    "/".join(np.dtype(t).name for t in dtypes))
+        return None
+    return raw
+
+
+def load_embeddings(path: Path, rows: int) -> DocEmbeddings | None:
+    """The embeddings at ``path`` if they are a finite float array of ``rows`` unit-length rows, else None
+    (a missing file silently; a broken one with a warning: the search then runs without the feedback)."""
+    raw = read_matrix(path, rows, (np.float16, np.float32), "semantic feedback off")
+    if raw is None:
         return None
     matrix = np.ascontiguousarray(raw, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1)

@@ -18,6 +18,7 @@ import numpy as np
 from .. import atomic
 from ..cache import cache_root
 from ..errors import InputError
+from ..semantic import read_matrix
 
 log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -45,19 +46,8 @@ def _load_model() -> Any:
 
 
 def _load_cached(path: Path, rows: int) -> np.ndarray | None:
-    """The cached embeddings at ``path`` if they are a plain float array with one row per paper, else None."""
-    if not path.is_file():
-        return None
-    try:
-        emb = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        log.warning("dense embedding cache %s is unreadable (%s); recomputing it", path, e)
-        return None
-    if emb.ndim != 2 or emb.shape[0] != rows or emb.dtype != np.float32:
-        log.warning("dense embedding cache %s has shape %s, not %d rows of float32; recomputing it",
-                    path, emb.shape, rows)
-        return None
-    return emb
+    """The cached embeddings at ``path`` if they are a plain float32 array with one row per paper, else None."""
+    return read_matrix(path, rows, (np.float32,), "dense embedding cache (recomputing it)")
 
 
 class DenseIndex:
