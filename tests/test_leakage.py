@@ -85,3 +85,29 @@ def test_ppr_unpruned_runs_the_papers_alpha_and_says_so(tiny_source):
     assert PAPER_ALPHA == 0.15
     assert out.stats["ppr_alpha"] == 0.15
     assert out.ranked and not HIDDEN & set(out.ranked)
+
+
+def test_no_hidden_id_anywhere_with_semantic_feedback(tiny_source):
+    """The default's semantic feedback (crase_core.semantic) on a corpus with embeddings in which every hidden
+    paper is the nearest to the top hit: none reaches the fused list, the restart, V or the answer."""
+    from crase_core.semantic import DocEmbeddings
+    from crase_core.sources.local import LocalSource
+    from crase_core.stages.seeding import search
+
+    corpus, index = tiny_source.corpus, tiny_source.text_index
+    settings = PipelineSettings(m=3, k=10, text_candidates=100, semantic_feedback_weight=0.8)
+    top = search(tiny_source.restricted(leakage_filter(Q)), Q.query, settings)[0].paper.id
+    m = np.random.default_rng(1).normal(size=(len(corpus), 8))
+    for pid in HIDDEN:
+        m[corpus.index[pid]] = m[corpus.index[top]]
+    emb = DocEmbeddings((m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32))
+    source = LocalSource(corpus, index, leakage_filter(Q), emb)
+    trace = run_query(Q.query, Engine(source, offline_backend()), settings)
+    assert trace.semantic_feedback and trace.query_hits
+    assert not HIDDEN & {h.paper_id for h in trace.query_hits}
+    assert not HIDDEN & {h.paper_id for h in trace.restart_hits or []}
+    assert not HIDDEN & {n.paper.id for n in trace.nodes}
+    assert not HIDDEN & {r.paper_id for r in trace.results}
+    # without the filter the fused list does take them in (the test can fail)
+    open_trace = run_query(Q.query, Engine(LocalSource(corpus, index, None, emb), offline_backend()), settings)
+    assert HIDDEN & {h.paper_id for h in open_trace.query_hits}
