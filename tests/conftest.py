@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from app_threads import join_prefetch_threads
 from tiny_corpus import write_corpus
 
 # Isolate every test session from the user's cache before crase_core reads it.
@@ -98,3 +99,11 @@ def app_env(tmp_path, monkeypatch):
     st.cache_data.clear()
     yield tmp_path / "runs"
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_prefetch_across_tests():
+    """A prefetch left running by one test never overlaps the next test's page compile (app_threads)."""
+    join_prefetch_threads()
+    yield
+    join_prefetch_threads()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from app_threads import join_prefetch_threads
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +22,7 @@ QUERY = "holographic entanglement entropy of BTZ black holes"
 def _search(at: AppTest, query: str) -> AppTest:
     at.text_area(key="query_text").input(query)
     next(b for b in at.button if b.label == "Search").click()
+    join_prefetch_threads()  # the rerun compiles the page: not while the prefetch parses (app_threads)
     return at.run(timeout=120)
 
 

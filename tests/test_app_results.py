@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from app_threads import join_prefetch_threads
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +18,7 @@ QUERY = "holographic entanglement entropy of BTZ black holes"
 
 def _click(at: AppTest, label: str) -> AppTest:
     next(b for b in at.button if b.label == label).click()
+    join_prefetch_threads()  # the rerun compiles the page: not while the prefetch parses (app_threads)
     return at.run(timeout=180)
 
 

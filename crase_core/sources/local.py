@@ -47,11 +47,14 @@ class LocalSource:
     external_calls = 0
 
     def __init__(self, corpus: Corpus, index: TextIndex, filter: SourceFilter | None = None,
-                 embeddings: DocEmbeddings | None = None):
+                 embeddings: DocEmbeddings | None = None, *, shipped_embeddings: bool = False):
         self.corpus = corpus
         self.text_index = index
-        #: the corpus's paper embeddings when shipped (semantic feedback, crase_core.semantic), else None
-        self.embeddings = embeddings
+        self._embeddings = embeddings
+        # read the shipped embeddings at first use (a query), not while the source opens: opening runs in the
+        # app's prefetch thread, and np.load parses each file's header with ast, which CPython 3.11 must not do
+        # in two threads at once (gh-106905) while Streamlit compiles a page
+        self._shipped = shipped_embeddings and embeddings is None
         self.filter = filter or SourceFilter()
         self.name = f"local:{corpus.name}@{corpus.fingerprint[:8]}"
         visible = np.ones(len(corpus), dtype=bool)
@@ -69,15 +72,22 @@ class LocalSource:
         """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
         apply when its store must be built first)."""
         corpus = open_corpus(directory, workers=workers, progress=progress)
-        return cls(corpus, TextIndex.for_corpus(corpus),
-                   embeddings=shipped_embeddings(corpus.name, corpus.fingerprint, len(corpus)))
+        return cls(corpus, TextIndex.for_corpus(corpus), shipped_embeddings=True)
+
+    @property
+    def embeddings(self) -> DocEmbeddings | None:
+        """The corpus's paper embeddings when given or shipped (semantic feedback, crase_core.semantic), else None."""
+        if self._embeddings is None and self._shipped:
+            self._embeddings = shipped_embeddings(self.corpus.name, self.corpus.fingerprint, len(self.corpus))
+            self._shipped = False
+        return self._embeddings
 
     def describe(self) -> str:
         c = self.corpus
         return f"{c.name} ({len(c):,} papers, {c.n_citations:,} citations); filter: {self.filter.describe()}"
 
     def restricted(self, filter: SourceFilter) -> LocalSource:
-        return LocalSource(self.corpus, self.text_index, filter, self.embeddings)
+        return LocalSource(self.corpus, self.text_index, filter, self._embeddings, shipped_embeddings=self._shipped)
 
     def is_visible(self, paper_id: str) -> bool:
         i = self.corpus.index.get(paper_id)
