@@ -43,16 +43,9 @@ class DocEmbeddings:
     matrix: np.ndarray
     path: str = ""
 
-    def nearest(self, row: int, visible: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosines) of the ``n`` visible papers nearest to paper ``row`` (itself included), any order."""
-        sims = self.matrix @ self.matrix[row]
-        sims = np.where(visible, sims, -np.inf)
-        n = min(n, int(visible.sum()))
-        if n <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        top = np.argpartition(-sims, n - 1)[:n] if n < sims.size else np.arange(sims.size)
-        top = top[np.isfinite(sims[top])]
-        return top, sims[top]
+    def cosines(self, row: int) -> np.ndarray:
+        """Cosine of paper ``row`` with every paper (the rows are unit length)."""
+        return self.matrix @ self.matrix[row]
 
 
 def embeddings_file(name: str, fingerprint: str, folder: Path | None = None) -> Path:
@@ -114,24 +107,17 @@ def feedback_fuse(results: Sequence[ScoredPaper], embeddings: DocEmbeddings, row
     top = max(r.score for r in results)
     if top <= 0:
         return list(results)
-    rows, cos = embeddings.nearest(row_of[results[0].paper.id], visible, limit)
-    lexical: dict[str, float] = {r.paper.id: r.score for r in results}
+    sims = embeddings.cosines(row_of[results[0].paper.id])
+    candidates = np.flatnonzero(visible)
+    if candidates.size > limit:
+        candidates = candidates[np.argpartition(-sims[candidates], limit - 1)[:limit]]
     by_id: dict[str, Paper] = {r.paper.id: r.paper for r in results}
-    semantic: dict[str, float] = {}
-    for i, c in zip(rows.tolist(), cos.tolist(), strict=True):
-        p = papers[i]
-        by_id.setdefault(p.id, p)
-        semantic[p.id] = c
+    for i in candidates.tolist():
+        by_id.setdefault(papers[i].id, papers[i])
     ids = list(by_id)
-    # a search hit outside the nearest set still has a cosine: read it, so no paper is scored 0 for a cut
-    missing = [pid for pid in ids if pid not in semantic]
-    if missing:
-        rows_m = np.array([row_of[pid] for pid in missing], dtype=np.int64)
-        for pid, c in zip(missing, (embeddings.matrix[rows_m] @ embeddings.matrix[row_of[results[0].paper.id]]).tolist(),
-                          strict=True):
-            semantic[pid] = c
+    lexical = {r.paper.id: r.score for r in results}
     lex = np.array([lexical.get(pid, 0.0) for pid in ids], dtype=np.float64) / top
-    sem = _minmax(np.array([semantic[pid] for pid in ids], dtype=np.float64))
+    sem = _minmax(sims[np.array([row_of[pid] for pid in ids], dtype=np.int64)].astype(np.float64))
     fused = top * ((1.0 - weight) * lex + weight * sem)
     order = sorted(range(len(ids)), key=lambda k: (-float(fused[k]), ids[k]))[:limit]
     return [ScoredPaper(by_id[ids[k]], float(fused[k])) for k in order if fused[k] > 0.0]
