@@ -47,6 +47,7 @@ def main() -> None:
     from crase_core.cache import ResultCache, cache_root
     from crase_core.corpus import load_corpus
     from crase_core.pipeline import Engine, run_query
+    from crase_core.semantic import feedback_fuse
     from crase_core.settings import PipelineSettings
     from crase_core.sources.local import LocalSource, open_corpus
     from crase_core.termstats import TermStats
@@ -71,7 +72,19 @@ def main() -> None:
     TextIndex.for_corpus(corpus)
     print(f"BM25 index load {time.perf_counter() - t:.2f} s")
 
-    source = LocalSource(corpus, index)
+    source = LocalSource(corpus, index, shipped_embeddings=True)
+    t = time.perf_counter()
+    embeddings = source.embeddings  # read at first use; timed here, once per process
+    print(f"shipped embeddings (semantic feedback) load {time.perf_counter() - t:.2f} s: "
+          + (f"{embeddings.matrix.shape[0]:,} × {embeddings.matrix.shape[1]}" if embeddings is not None else "none"))
+    if embeddings is not None:
+        hits = source.search("noncommutative solitons and tachyon condensation", 100)
+        times = []
+        for _ in range(20):
+            t = time.perf_counter()
+            feedback_fuse(hits, embeddings, corpus.index, corpus.papers, source.visible, 0.4)
+            times.append(time.perf_counter() - t)
+        print(f"semantic feedback per search (100 hits): median {statistics.median(times) * 1000:.2f} ms")
     engine = Engine(source, offline_backend(TermStats.from_index(index)), ResultCache(cache_root() / "results"))
     changes = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     settings = PipelineSettings.from_preset(args.preset, **changes)
