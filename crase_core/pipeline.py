@@ -16,7 +16,7 @@ import dataclasses
 import datetime as _dt
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -24,20 +24,21 @@ from typing import Any, TypeVar, cast
 from . import deadline
 from .backends import ModelBackend
 from .cache import ResultCache, stable_hash
-from .component_cache import ComponentCache
+from .component_cache import ComponentCache, Edge
 from .errors import InputError
 from .library import mark_in_library
-from .records import Budget, PlanResult
+from .records import Budget, EdgeMatrix, PlanResult
 from .settings import PipelineSettings
 from .sources.base import PaperSource
 from .spend import SpendMeter
 from .stages.budget import CachedWork, check_budget, count_budget
+from .stages.cascade import Priority, cascade, edge_priority
 from .stages.expansion import Expansion, expand_seeds
 from .stages.planning import plan_query
 from .stages.progress import STAGES, ProgressFn, StageEvent
-from .stages.pruning import prune_graph
-from .stages.ranking import expansion_settings, rank_papers
-from .stages.scoring import Scored, cascade, extract_claims, legacy_scored, score_edges
+from .stages.pruning import Pruning, prune_graph
+from .stages.ranking import Ranked, expansion_settings, rank_papers
+from .stages.scoring import Scored, extract_claims, legacy_scored, score_edges
 from .stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
 from .trace import RunTrace
 
@@ -203,6 +204,37 @@ def _record_spend(components: ComponentCache, scored: Scored) -> None:
     c.budget_refused = components.meter.refused
 
 
+def interim_priority(build: GraphBuild, settings: PipelineSettings) -> Priority:
+    """The cascade's priority: prune and rank with the current decisions, then :func:`edge_priority`
+    (the edges that carry the current top k first)."""
+    seeds, hits = build.seeding.seeds, build.seeding.query_hits
+
+    def priority(open_edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix],
+                 deciders: Mapping[Edge, str]) -> list[tuple[Edge, str]]:
+        pruning = prune_graph(build.expansion, dict(matrices), seeds, settings, build.reference_year,
+                              scorers={e: (deciders[e], "") for e in build.expansion.graph.edges})
+        ranked = rank_papers(build.expansion, pruning, seeds, hits, settings, query=build.query)
+        return edge_priority(open_edges, ranked.results, matrices, settings)
+    return priority
+
+
+def score_graph(build: GraphBuild, settings: PipelineSettings, engine: Engine, clock: _Clock,
+                progress: ProgressFn | None) -> Scored:
+    """Stage 2b: claims and matrices — the budgeted cascade for a backend with an offline fallback, else
+    every item by the backend itself."""
+    components = build.components
+    if components.fallback is not None:
+        with clock("entailment"):
+            return cascade(build.expansion, build.cached, components, settings, interim_priority(build, settings),
+                           seeds=build.seeding.seeds, query_hits=build.seeding.query_hits, progress=progress,
+                           budget=build.budget)
+    with clock("claims"):
+        claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)
+    with clock("entailment"):
+        matrices = score_edges(build.expansion, claims, build.cached, components, progress)
+    return legacy_scored(claims, matrices, build.expansion.graph.edges, engine.backend.name)
+
+
 @_with_deadline
 def run_query(
     query: str,
@@ -229,29 +261,23 @@ def run_query(
     build = build_graph(query, engine, settings, progress=progress, now=now, seeding=seeding)
     check_budget(build.budget, settings)
     clock = _Clock(build.timings)
-    components = build.components
-    if components.fallback is not None:
-        with clock("entailment"):
-            scored = cascade(build.expansion, build.cached, components, settings, build.seeding.seeds,
-                             build.seeding.query_hits, build.reference_year, progress, build.budget,
-                             query=build.query)
-    else:
-        with clock("claims"):
-            claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)
-        with clock("entailment"):
-            matrices = score_edges(build.expansion, claims, build.cached, components, progress)
-        scored = legacy_scored(claims, matrices, build.expansion.graph.edges, engine.backend.name)
-    claims, matrices = scored.claims, scored.matrices
-    _record_spend(components, scored)
+    scored = score_graph(build, settings, engine, clock, progress)
+    _record_spend(build.components, scored)
     with clock("pruning"):
-        pruning = prune_graph(build.expansion, matrices, build.seeding.seeds, settings, build.reference_year, progress,
-                              scorers=scored.scorers)
+        pruning = prune_graph(build.expansion, scored.matrices, build.seeding.seeds, settings, build.reference_year,
+                              progress, scorers=scored.scorers)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
                              progress, restart_hits=build.seeding.restart_hits, query=build.query)
+    build.components.counters.external_calls = source.external_calls - external_before
+    stats = {k: round(v - stats_before.get(k, 0), 3) for k, v in source_stats(source).items()}
+    return assemble_trace(build, settings, engine, scored, pruning, ranked, clock, stats, now)
 
-    counters = build.components.counters
-    counters.external_calls = source.external_calls - external_before
+
+def assemble_trace(build: GraphBuild, settings: PipelineSettings, engine: Engine, scored: Scored, pruning: Pruning,
+                   ranked: Ranked, clock: _Clock, stats: dict[str, float], now: _dt.datetime) -> RunTrace:
+    """The run's trace from its stages' outputs, with the user's library marked and the run's id."""
+    source, seeding = engine.source, build.seeding
     trace = RunTrace(
         query=build.query,
         settings=settings,
@@ -260,25 +286,25 @@ def run_query(
         backend=engine.backend.describe(),
         reference_year=build.reference_year,
         plan=build.plan,
-        subquery_results=build.seeding.subquery_results,
-        query_hits=build.seeding.query_hits,
-        restart_hits=build.seeding.restart_hits,
-        seeds=build.seeding.seeds,
+        subquery_results=seeding.subquery_results,
+        query_hits=seeding.query_hits,
+        restart_hits=seeding.restart_hits,
+        seeds=seeding.seeds,
         nodes=pruning.nodes,
-        claims=claims,
+        claims=scored.claims,
         edges=pruning.edges,
         truncations=build.expansion.graph.truncations,
         budget=build.budget,
         ranking=ranked.ranking,
         results=ranked.results,
         timings={k: round(v, 6) for k, v in clock.timings.items()},
-        counters=counters,
+        counters=build.components.counters,
         warnings=build.warnings + scored.warnings + ranked.warnings,
-        source_stats={k: round(v - stats_before.get(k, 0), 3) for k, v in source_stats(source).items()},
+        source_stats=stats,
         created_at=now.isoformat(timespec="seconds"),
-        coverage=build.seeding.coverage,
-        library=build.seeding.library,
-        semantic_feedback=build.seeding.semantic_feedback,
+        coverage=seeding.coverage,
+        library=seeding.library,
+        semantic_feedback=seeding.semantic_feedback,
     )
     identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
                               trace.backend, trace.reference_year]

@@ -19,6 +19,8 @@ replaces the reservation. A server that reports no usage is charged the reservat
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .records import Usage
@@ -52,13 +54,34 @@ class SpendMeter:
     reserved: int = 0
     refused: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _ceiling: int | None = field(default=None, repr=False, compare=False)  # see keeping_back()
 
     @property
     def limited(self) -> bool:
         return self.max_calls is not None or self.max_tokens is not None
 
+    def _cap(self) -> int | None:
+        """The calls that may be spent now: ``max_calls``, lower inside :meth:`keeping_back`."""
+        return self._ceiling if self._ceiling is not None else self.max_calls
+
     def remaining_calls(self) -> int | None:
-        return None if self.max_calls is None else max(0, self.max_calls - self.calls)
+        cap = self._cap()
+        return None if cap is None else max(0, cap - self.calls)
+
+    @contextmanager
+    def keeping_back(self, calls: int) -> Iterator[None]:
+        """Within the block, ``calls`` of the remaining calls are kept for later (the cascade keeps a round's
+        matrix calls while it asks for that round's claims): at most max(spent, max_calls − calls) are spent."""
+        if self.max_calls is None:
+            yield
+            return
+        with self._lock:
+            self._ceiling = max(self.calls, self.max_calls - calls)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ceiling = None
 
     def remaining_tokens(self) -> int | None:
         return None if self.max_tokens is None else max(0, self.max_tokens - self.tokens - self.reserved)
@@ -84,9 +107,10 @@ class SpendMeter:
     # -- used by MeteredUsage -----------------------------------------------------------------------
     def _take(self, bound: int) -> None:
         with self._lock:
-            if self.max_calls is not None and self.calls >= self.max_calls:
+            cap = self._cap()
+            if cap is not None and self.calls >= cap:
                 self.refused += 1
-                raise BudgetSpent(f"{BUDGET_PREFIX} the model-call budget ({self.max_calls:,} calls) is spent")
+                raise BudgetSpent(f"{BUDGET_PREFIX} the model-call budget ({cap:,} calls) is spent")
             if self.max_tokens is not None and self.tokens + self.reserved + bound > self.max_tokens:
                 self.refused += 1
                 raise BudgetSpent(f"{BUDGET_PREFIX} the token budget ({self.max_tokens:,} tokens) has no room for "
@@ -154,7 +178,8 @@ class MeteredUsage(Usage):
     def precheck(self) -> None:
         """Raise :class:`BudgetSpent` now when the next attempt would be refused (before any slot is taken)."""
         m = self._meter
-        if (m.max_calls is not None and m.calls >= m.max_calls) or (
+        cap = m._cap()
+        if (cap is not None and m.calls >= cap) or (
                 m.max_tokens is not None and m.tokens + m.reserved + self.bound > m.max_tokens):
             self._close()
             m._take(self.bound)  # raises, and counts the refusal

@@ -19,7 +19,7 @@ from crase_core.pipeline import Engine, estimate_budget, run_query
 from crase_core.records import Claim, EdgeRecord
 from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings
 from crase_core.spend import SpendMeter
-from crase_core.stages.scoring import decision_margin
+from crase_core.stages.cascade import decision_margin
 from crase_core.termstats import TermStats
 
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
