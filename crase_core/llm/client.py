@@ -195,6 +195,17 @@ class Session:
 
 
 @dataclass
+class _Tries:
+    """One item's attempts so far: failures (each uses up a retry), busy answers (their own allowance),
+    requests sent, and why the last one failed (``{n}`` = attempts)."""
+
+    failures: int = 0
+    overloads: int = 0
+    sent: int = 0
+    last: str = ""
+
+
+@dataclass
 class _Outcome:
     """One HTTP attempt: a response, or why there is none (``kind``: timeout, deadline, connect, dropped)."""
 
@@ -320,78 +331,97 @@ class Endpoint:
         """
         session: Session = client
         s = self.settings
-        failures = overloads = attempts = 0
-        last = ""
+        tries = _Tries()
         while True:
             if session.expired():
-                raise DeadlineError(self._deadline_message(attempts))
+                raise DeadlineError(self._deadline_message(tries.sent))
             kwargs: dict[str, Any] = {
                 "model": s.model, "messages": messages, "temperature": s.temperature, "max_tokens": max_tokens,
             }
             rf = self._response_format(name, schema)
             if rf is not None:
                 kwargs["response_format"] = rf
-            body = json.dumps(kwargs, ensure_ascii=False).encode("utf-8")
-            out = await self._send(session, body, usage)
-            attempts += out.sent
-            if out.kind == "deadline":
-                raise DeadlineError(self._deadline_message(attempts))
-            if out.kind == "budget":
-                raise BudgetError(self._msg(f"the budget of {self.max_calls} model calls was spent before "
-                                            f"{self.where} answered" + (f" ({attempts} attempt(s))" if attempts
-                                                                        else ", so it was not asked")))
+            out = await self._send(session, json.dumps(kwargs, ensure_ascii=False).encode("utf-8"), usage)
+            tries.sent += out.sent
+            self._stop_if_over(out, tries)
             r = out.response
             if r is None:
-                if out.kind == "connect":
-                    # a refused connection gets one more try (a server may be restarting); then it is final
-                    if failures >= 1 or s.max_retries == 0:
-                        raise self._unreachable(out.detail)
-                    last = f"could not connect to {self.where} ({out.detail})"
-                elif out.kind == "timeout":
-                    last = (f"no complete answer from {self.where} within {s.timeout:g} s "
-                            f"({{n}} attempts): raise --timeout or lower --concurrency")
-                else:
-                    last = f"the connection to {self.where} broke ({{n}} attempts): {out.detail}"
+                tries.last = self._transport_failure(out, tries)
             elif r.status == 200:
                 completion, problem = self._completion(r, usage)
                 if completion is not None:
                     return completion
-                last = problem
+                tries.last = problem
             elif r.status == 400:
-                text = _error_text(r)
-                if rf is not None and any(w in text.lower() for w in ("response_format", "schema", "json_object")):
-                    self.structured = "off"
-                    self.structured_fallback_note = (f"the endpoint rejected response_format ({s.structured_output}); "
-                                                     "plain JSON instructions used instead")
-                    log.warning("%s", self._msg(self.structured_fallback_note))
+                if self._drop_response_format(r, rf):
                     continue  # the fallback does not use up a retry (it happens once: the mode is now off)
-                raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {text}"))
+                raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {_error_text(r)}"))
             else:
-                fatal = self._fatal_status(r, s.model)
-                if fatal is not None:
-                    raise fatal
-                retry_after = parse_retry_after(r.headers.get("retry-after"))
-                if r.status == 429 or (r.status == 503 and retry_after is not None):
-                    # busy: the request was not processed; its own allowance, Retry-After honoured
-                    overloads += 1
-                    if retry_after is not None and retry_after > s.max_retry_wait:
-                        raise TransientError(self._msg(
-                            f"the endpoint {self.where} is busy (HTTP {r.status}) and asked to wait "
-                            f"{retry_after:g} s, more than --max-retry-wait {s.max_retry_wait:g} s"))
-                    if overloads > s.overload_retries:
-                        raise TransientError(self._msg(
-                            f"the endpoint {self.where} stayed busy (HTTP {r.status}, {attempts} attempts): "
-                            f"{_error_text(r)}; lower --concurrency"))
-                    await self._sleep(session, retry_after if retry_after is not None else _backoff(overloads),
-                                      attempts)
+                wait = self._status_failure(r, tries)
+                if wait is not None:  # busy: the request was not processed; its own allowance
+                    await self._sleep(session, wait, tries.sent)
                     continue
-                if r.status < 500 and r.status not in (408, 409):
-                    raise ItemError(self._msg(f"the endpoint refused the request (HTTP {r.status}): {_error_text(r)}"))
-                last = f"the endpoint {self.where} answered HTTP {r.status} ({{n}} attempts): {_error_text(r)}"
-            failures += 1
-            if failures > s.max_retries:
-                raise TransientError(self._msg(last.replace("{n}", str(attempts))))
-            await self._sleep(session, _backoff(failures), attempts)
+            tries.failures += 1
+            if tries.failures > s.max_retries:
+                raise TransientError(self._msg(tries.last.replace("{n}", str(tries.sent))))
+            await self._sleep(session, _backoff(tries.failures), tries.sent)
+
+    def _stop_if_over(self, out: _Outcome, tries: _Tries) -> None:
+        """Raise when the run's deadline or model-call budget ended this item's attempts."""
+        if out.kind == "deadline":
+            raise DeadlineError(self._deadline_message(tries.sent))
+        if out.kind == "budget":
+            raise BudgetError(self._msg(f"the budget of {self.max_calls} model calls was spent before "
+                                        f"{self.where} answered" + (f" ({tries.sent} attempt(s))" if tries.sent
+                                                                    else ", so it was not asked")))
+
+    def _transport_failure(self, out: _Outcome, tries: _Tries) -> str:
+        """Why no answer came (``{n}`` = attempts), or raise when a refused connection is final."""
+        if out.kind == "connect":
+            # a refused connection gets one more try (a server may be restarting); then it is final
+            if tries.failures >= 1 or self.settings.max_retries == 0:
+                raise self._unreachable(out.detail)
+            return f"could not connect to {self.where} ({out.detail})"
+        if out.kind == "timeout":
+            return (f"no complete answer from {self.where} within {self.settings.timeout:g} s "
+                    f"({{n}} attempts): raise --timeout or lower --concurrency")
+        return f"the connection to {self.where} broke ({{n}} attempts): {out.detail}"
+
+    def _drop_response_format(self, r: Any, rf: dict | None) -> bool:
+        """True (and structured output off from now on) when an HTTP 400 rejected ``response_format``."""
+        text = _error_text(r)
+        if rf is None or not any(w in text.lower() for w in ("response_format", "schema", "json_object")):
+            return False
+        self.structured = "off"
+        self.structured_fallback_note = (f"the endpoint rejected response_format ({self.settings.structured_output}); "
+                                         "plain JSON instructions used instead")
+        log.warning("%s", self._msg(self.structured_fallback_note))
+        return True
+
+    def _status_failure(self, r: Any, tries: _Tries) -> float | None:
+        """An HTTP error status: raise when final; the seconds to wait when the endpoint is busy (429, or 503
+        with Retry-After: not a failure, Retry-After honoured up to ``max_retry_wait``); else None, with
+        ``tries.last`` saying what failed (a retryable 5xx, 408, 409)."""
+        s = self.settings
+        fatal = self._fatal_status(r, s.model)
+        if fatal is not None:
+            raise fatal
+        retry_after = parse_retry_after(r.headers.get("retry-after"))
+        if r.status == 429 or (r.status == 503 and retry_after is not None):
+            tries.overloads += 1
+            if retry_after is not None and retry_after > s.max_retry_wait:
+                raise TransientError(self._msg(
+                    f"the endpoint {self.where} is busy (HTTP {r.status}) and asked to wait "
+                    f"{retry_after:g} s, more than --max-retry-wait {s.max_retry_wait:g} s"))
+            if tries.overloads > s.overload_retries:
+                raise TransientError(self._msg(
+                    f"the endpoint {self.where} stayed busy (HTTP {r.status}, {tries.sent} attempts): "
+                    f"{_error_text(r)}; lower --concurrency"))
+            return retry_after if retry_after is not None else _backoff(tries.overloads)
+        if r.status < 500 and r.status not in (408, 409):
+            raise ItemError(self._msg(f"the endpoint refused the request (HTTP {r.status}): {_error_text(r)}"))
+        tries.last = f"the endpoint {self.where} answered HTTP {r.status} ({{n}} attempts): {_error_text(r)}"
+        return None
 
     def budget_spent(self) -> bool:
         return self.max_calls is not None and self.calls_made >= self.max_calls
