@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_QUERIES = [ROOT.parent / "shared" / "data" / "benchmarks" / "hepth_litsearch_dev.jsonl",
-                   ROOT / "assets" / "benchmarks" / "hepth_litsearch_dev.jsonl"]
+DEFAULT_QUERIES = [ROOT / "benchmarks" / "data" / "hepth_litsearch_dev.jsonl"]
 
 
 def peak_rss_mb() -> float:

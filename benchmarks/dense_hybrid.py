@@ -13,7 +13,7 @@ the cache dir, ``$CRASE_CACHE_DIR`` or ``~/.cache/crase``)::
 
     OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false nice -n 10 \\
         /work/densevenv/bin/python benchmarks/dense_hybrid.py --out /tmp/dense_hybrid \\
-        [--data ../shared/data/benchmarks] [--threads 1] [--depth 1000] [--limit N]
+        [--data benchmarks/data] [--threads 1] [--depth 1000] [--limit N]
 
 What it does (resumable: the harness runs skip finished queries; the fusions are recomputed, cheaply):
 
@@ -180,7 +180,7 @@ def loadavg(values: Sequence[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(ROOT.parents[1] / "shared" / "data" / "benchmarks"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--out", required=True, help="scratch folder (not benchmarks/results)")
     ap.add_argument("--benches", default=",".join(BENCHES))
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")

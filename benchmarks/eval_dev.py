@@ -264,7 +264,7 @@ def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"))
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parent / "data"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--limit", type=int, default=None)

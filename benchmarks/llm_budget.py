@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default="dev,citation", help="which benchmarks: dev, citation or both")
     ap.add_argument("--tables", type=Path, nargs="+", default=None,
                     help="only print the tables of these --json files (merged, in order)")
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/data/benchmarks"),
+    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data",
                     help="folder of hepth_litsearch_dev.jsonl and hepth_refs_dev.jsonl")
     args = ap.parse_args(argv)
     if args.prompt_designs:

@@ -276,7 +276,7 @@ def grid_table(runs: Mapping[str, Mapping[str, Sequence[Row]]], kinds: Mapping[s
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(ROOT.parents[1] / "shared" / "data" / "benchmarks"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--out", required=True, help="scratch folder (not benchmarks/results)")
     ap.add_argument("--min-count", type=int, default=3, help="an acronym definition must be seen this often")
     ap.add_argument("--lsa-k", type=int, default=256)
