@@ -1,12 +1,12 @@
 """Can a reader point at what they see? Edge midpoints and papers of the evidence graph, in headless Chromium.
 
     python benchmarks/graph_pointing.py [TRACE.json ...] [--window 1440x900] [--views timeline,clusters,focus]
-                                        [--chromium /usr/bin/chromium]
+                                        [--export] [--chromium /usr/bin/chromium]
 
 Without traces it runs the four demo queries of the explorer on the embedded hep-th corpus (default settings).
 Each view is the app's graph component (assets/ui/graph_component, given the run view model's records as
-the explorer page gives them), at the size the page draws it in a window of ``--window``; the HTML export
-draws the same script and records. For every kept edge the pointer goes to the midpoint of its drawn
+the explorer page gives them), at the size the page draws it in a window of ``--window``; with ``--export``
+also the HTML export of each run (the same script and records, in the export's own page). For every kept edge the pointer goes to the midpoint of its drawn
 curve; for every paper to its centre. Printed per view (and over all):
 
 * ``edge → itself``: share of edge midpoints at which the graph's hit test names that edge (what hover
@@ -62,13 +62,9 @@ def demo_traces(tmp: Path) -> list[Path]:
     return out
 
 
-def page_geometry(page: Any) -> dict[str, Any]:
-    return page.evaluate("() => window.craseGraph.geometry()")
-
-
-def measure(page: Any) -> dict[str, float]:
-    """The shares of the module docstring for the view the page shows."""
-    geo = page_geometry(page)
+def measure(page: Any, graph: str = "window.craseGraph") -> dict[str, float]:
+    """The shares of the module docstring for the view the page shows (``graph``: the page's graph object)."""
+    geo = page.evaluate(f"() => {graph}.geometry()")
     nodes = [(n["id"], n["x"], n["y"], n["r"]) for n in geo["nodes"]]
     by_id = {n["id"]: n for n in geo["nodes"]}
     curves = []
@@ -76,7 +72,7 @@ def measure(page: Any) -> dict[str, float]:
         a, b = by_id[e["from"]], by_id[e["to"]]
         curves.append((e["id"], V.drawn_curve((a["x"], a["y"]), (b["x"], b["y"]), e["bend"], a["r"], b["r"]),
                        e["width"], e["kept"]))
-    box = page.evaluate("() => { const r = window.craseGraph.canvas.getBoundingClientRect(); return [r.width, r.height]; }")
+    box = page.evaluate(f"() => {{ const r = {graph}.canvas.getBoundingClientRect(); return [r.width, r.height]; }}")
     points, owners = [], []
     for eid, pts, _w, kept in curves:
         if kept and pts:
@@ -84,7 +80,7 @@ def measure(page: Any) -> dict[str, float]:
             if 0 <= m[0] <= box[0] and 0 <= m[1] <= box[1]:
                 points.append(m)
                 owners.append(eid)
-    hits = page.evaluate("ps => ps.map(p => window.craseGraph.hitTest({x: p[0], y: p[1]}))", points)
+    hits = page.evaluate(f"ps => ps.map(p => {graph}.hitTest({{x: p[0], y: p[1]}}))", points)
     edges = [(eid, pts, w) for eid, pts, w, _ in curves]
     n_self = n_near = n_clear = n_agree = 0
     for m, eid, hit in zip(points, owners, hits, strict=True):
@@ -96,7 +92,7 @@ def measure(page: Any) -> dict[str, float]:
         best = [(k, i) for d, k, i in items if items and d <= items[0][0] + 0.5]
         n_agree += (hit is None and not items) or bool(hit and (hit["kind"], hit["id"]) in best)
     centres = [[n["x"], n["y"]] for n in geo["nodes"] if 0 <= n["x"] <= box[0] and 0 <= n["y"] <= box[1]]
-    node_hits = page.evaluate("ps => ps.map(p => window.craseGraph.hitTest({x: p[0], y: p[1]}))", centres)
+    node_hits = page.evaluate(f"ps => ps.map(p => {graph}.hitTest({{x: p[0], y: p[1]}}))", centres)
     ids = [n["id"] for n in geo["nodes"] if 0 <= n["x"] <= box[0] and 0 <= n["y"] <= box[1]]
     n_nodes = sum(bool(h and h["kind"] == "node" and h["id"] == i) for h, i in zip(node_hits, ids, strict=True))
     k = max(1, len(points))
@@ -112,12 +108,33 @@ def show_view(page: Any, trace: RunTrace, layout: str, groups: V.Communities | N
                            arg=args["key_data"], timeout=30_000)
 
 
+def export_rows(browser: Any, paths: list[Path], views: list[str], window: tuple[int, int], tmp: Path) -> list[Any]:
+    """The same shares in the HTML export (``crase export --format html``) of each run, opened from disk."""
+    from crase_core.html_export import to_html
+
+    rows = []
+    page = browser.new_page(viewport={"width": window[0], "height": window[1]})
+    for path in paths:
+        html = tmp / (path.stem + ".html")
+        html.write_text(to_html(trace_io.load(path)), encoding="utf-8")
+        page.goto(html.as_uri())
+        page.wait_for_function("() => window.craseExport && window.craseExport.ready", timeout=60_000)
+        for layout in views:
+            page.locator(f"[data-view='{layout}']").click()
+            page.wait_for_function("l => window.craseExport.graph.key.startsWith(l) && window.craseExport.graph.ready",
+                                   arg=layout, timeout=30_000)
+            rows.append((path.name, "export " + layout, measure(page, "window.craseExport.graph")))
+    page.close()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("traces", nargs="*", type=Path)
     ap.add_argument("--window", default="1440x900")
     ap.add_argument("--views", default="timeline,clusters,focus")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--export", action="store_true", help="also measure the HTML export of each run")
     args = ap.parse_args(argv)
     window = tuple(int(x) for x in args.window.lower().split("x"))
     w, h = app_canvas((window[0], window[1]))
@@ -136,19 +153,21 @@ def main(argv: list[str] | None = None) -> int:
                 for layout in args.views.split(","):
                     show_view(page, trace, layout, groups)
                     rows.append((path.name, layout, measure(page)))
+            if args.export:
+                rows += export_rows(browser, paths, args.views.split(","), (window[0], window[1]), Path(tmp))
             browser.close()
     print(f"window {window[0]}×{window[1]} (graph canvas {w}×{h} px); pointer at every kept edge's midpoint and every paper")
-    head = f"{'run':<16} {'view':<9} {'edges':>5} {'edge→itself':>11} {'nearest=itself':>14} {'clear 5px':>9} " \
+    head = f"{'run':<16} {'view':<16} {'edges':>5} {'edge→itself':>11} {'nearest=itself':>14} {'clear 5px':>9} " \
            f"{'script=ref':>10} {'papers':>6} {'paper→itself':>12}"
     print(head)
     for name, layout, m in rows:
-        print(f"{name:<16} {layout:<9} {m['edges']:>5} {m['self']:>11.1%} {m['nearest']:>14.1%} {m['clear']:>9.1%} "
+        print(f"{name:<16} {layout:<16} {m['edges']:>5} {m['self']:>11.1%} {m['nearest']:>14.1%} {m['clear']:>9.1%} "
               f"{m['agree']:>10.1%} {m['papers']:>6} {m['paper_self']:>12.1%}")
-    for layout in args.views.split(","):
+    for layout in sorted({lay for _, lay, _ in rows}, key=[lay for _, lay, _ in rows].index):
         sel = [m for _, lay, m in rows if lay == layout]
         n = sum(m["edges"] for m in sel)
         avg = {k: sum(m[k] * m["edges"] for m in sel) / max(1, n) for k in ("self", "nearest", "clear", "agree")}
-        print(f"{'all':<16} {layout:<9} {n:>5} {avg['self']:>11.1%} {avg['nearest']:>14.1%} {avg['clear']:>9.1%} "
+        print(f"{'all':<16} {layout:<16} {n:>5} {avg['self']:>11.1%} {avg['nearest']:>14.1%} {avg['clear']:>9.1%} "
               f"{avg['agree']:>10.1%}")
     return 0
 

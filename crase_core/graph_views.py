@@ -602,7 +602,9 @@ def _pick_terms(ranked: list[str], tf: Counter[str], k: int) -> list[str]:
 
 
 def _overlaps(a: str, b: str) -> bool:
-    """Two stems name the same thing: equal, or one ends the other (``d-bran`` / ``bran``)."""
+    """Two stems name the same thing: equal once subscripts are dropped (``ads₃`` / ``ads₂``), or one ends
+    the other (``d-bran`` / ``bran``)."""
+    a, b = a.rstrip("₀₁₂₃₄₅₆₇₈₉0123456789"), b.rstrip("₀₁₂₃₄₅₆₇₈₉0123456789")
     return a == b or (min(len(a), len(b)) >= 4 and (a.endswith(b) or b.endswith(a)))
 
 
@@ -909,7 +911,8 @@ def draw_nodes(trace: RunTrace, view: GraphView, positions: dict[str, tuple[floa
         n = by_id[pid]
         x, y = positions.get(pid, (0.0, 0.0))
         out.append({
-            "id": pid, "x": round(x, 1), "y": round(y, 1), "label": labels[pid], "tip": node_tooltip(n, sq.get(pid)),
+            "id": pid, "x": round(x), "y": round(y),  # whole pixels, where vis-network draws them
+            "label": labels[pid], "tip": node_tooltip(n, sq.get(pid)),
             "colour": ROLE_COLOURS[n.display_role], "border": LIBRARY_BORDER if n.in_library else "#ffffff",
             "mine": bool(n.in_library), "size": round(node_size(n.score, max_score), 2),
             "pri": 0 if pid == view.focus else priority[pid] + 1, "rank": n.rank or 0,

@@ -292,7 +292,11 @@ _APP_JS = r"""
   }
   var panel = document.getElementById("panel");
   var graph = CraseGraph.create(document.getElementById("graph"), {
-    height: function () { return Math.max(380, Math.round(window.innerHeight * 0.68)); },
+    // the canvas fills the window below the controls and the legend (the page scrolled to its top)
+    height: function () {
+      var c = graph ? graph.canvas.getBoundingClientRect().top + window.scrollY : 260;
+      return Math.max(380, Math.round(window.innerHeight - c - 48));
+    },
     onClick: function (v) { if (v.kind === "edge") showEdge(v.id); else showNode(v.id); },
     onDblClick: function (v) { if (D.views["focus|" + v.id]) { state.focus = v.id; state.layout = "focus"; show(); } }
   });

@@ -77,7 +77,10 @@ def iframe_origin(page: Page) -> tuple[float, float]:
 
 
 def to_top(page: Page) -> None:
-    page.locator("iframe[title*='crase_graph']").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+    """The graph's frame at the top of the window, below Streamlit's header bar."""
+    page.locator("iframe[title*='crase_graph']").first.evaluate(
+        "el => { el.scrollIntoView({block: 'start'}); window.scrollBy(0, -72);"
+        " const main = document.querySelector('[data-testid=stMain]'); if (main) main.scrollBy(0, -72); }")
     page.wait_for_timeout(250)
 
 

@@ -84,6 +84,7 @@
     fitBtn.title = "Zoom to fit the whole view";
     bar.appendChild(hint);
     bar.appendChild(fitBtn);
+    if (opts.ids) { canvasBox.id = "graph"; tip.id = "tip"; legend.id = "legend"; fitBtn.id = "fit"; }  // a page of its own
     [legend, chips, canvasBox, tip, empty, bar].forEach(function (x) { wrap.appendChild(x); });
     host.appendChild(wrap);
 
@@ -94,7 +95,7 @@
     var G = { ready: false, labels: [], clicks: [], hovered: null, selected: null, key: "", network: null };
 
     // ---- geometry cache ----
-    function positions() { return network.getPositions(); }
+    function positions() { return network.getPositions(); }  // where vis-network draws the papers (whole pixels)
     function buildGeometry() {
       var pos = positions();
       var out = [];
@@ -248,11 +249,15 @@
       ctx.font = (11 / s) + "px system-ui, sans-serif";
       ctx.textAlign = "center";
       ctx.textBaseline = "top";
-      var lastRight = -Infinity;
-      axis.slice().sort(function (a, b) { return a.x - b.x; }).forEach(function (t) {
+      var lastRight = -Infinity, ticks = axis.slice().sort(function (a, b) { return a.x - b.x; });
+      ticks.forEach(function (t, i) {
         var d = network.canvasToDOM({ x: t.x, y: 0 });
-        var text = t.fold ? "\u2248" : String(t.label);
-        var w = ctx.measureText(text).width * s;
+        var text = String(t.label), w = ctx.measureText(text).width * s;
+        if (t.fold) {  // a fold names its years when they fit between the neighbouring ticks, else "≈"
+          var prev = i ? network.canvasToDOM({ x: ticks[i - 1].x, y: 0 }).x : -Infinity;
+          var next = i + 1 < ticks.length ? network.canvasToDOM({ x: ticks[i + 1].x, y: 0 }).x : Infinity;
+          if (!text || Math.min(d.x - prev, next - d.x) < w / 2 + 22) { text = "\u2248"; w = ctx.measureText(text).width * s; }
+        }
         if (d.x - w / 2 < lastRight + 6 || d.x < 0 || d.x > box.width) return;  // keep ticks readable when zoomed out
         lastRight = d.x + w / 2;
         ctx.fillStyle = t.fold ? "#9aa5b1" : "#6b7785";
@@ -476,7 +481,9 @@
       if (real.length < 2) return;
       chips.appendChild(el("span", "lg-head", "Zoom to a cluster:"));
       real.forEach(function (c) {
-        var b = el("button", "chip", c.label);
+        var m = /^(.*?)(\s\(\d+\))?$/.exec(String(c.label)), terms = m[1].split(" \u00b7 ");
+        var b = el("button", "chip", terms.slice(0, 2).join(" \u00b7 ") + (m[2] || ""));
+        b.title = String(c.label);  // a native tooltip: plain text
         b.type = "button";
         b.addEventListener("click", function () { zoomTo(c.cluster); });
         chips.appendChild(b);
@@ -519,7 +526,7 @@
         nodeRec[id] = { id: id, label: n.label ? String(n.label) : "", tip: n.tip ? String(n.tip) : "", size: Number(n.size) || 10,
                         pri: Number(n.pri) || 0, rank: Number(n.rank) || 0, group: n.group, mine: !!n.mine, bw: bw };
         var bg = safeColour(n.colour, "#4f6d9a");
-        return { id: id, x: Number(n.x) || 0, y: Number(n.y) || 0, size: Number(n.size) || 10, borderWidth: bw,
+        return { id: id, x: Number(n.x) || 0, y: Number(n.y) || 0, size: Number(n.size) || 10, borderWidth: bw, mine: !!n.mine,
                  borderWidthSelected: bw, color: { background: bg, border: safeColour(n.border, "#ffffff"),
                  highlight: { background: bg, border: safeColour(n.border, "#ffffff") },
                  hover: { background: bg, border: safeColour(n.border, "#ffffff") } } };

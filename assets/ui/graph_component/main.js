@@ -21,6 +21,7 @@
 
   var graph = CraseGraph.create(document.getElementById("root"), {
     height: canvasHeight,
+    ids: true,
     onClick: function (v) { setValue(Object.assign({}, v)); },
     onDblClick: function (v) { setValue({ kind: "node", id: v.id, focus: true }); }
   });
