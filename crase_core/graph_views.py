@@ -929,7 +929,18 @@ def draw_edges(trace: RunTrace, view: GraphView, bends: dict[str, float],
     by_id = {n.paper.id: n for n in trace.nodes}
     return [{"id": edge_id(e), "from": e.citing, "to": e.cited, "kept": e.kept, "scorer": edge_scorer(e) or "",
              "delta": round(e.delta, 4), "tip": edge_tooltip(trace, e, labels, by_id), "bend": bends.get(edge_id(e), 0.0),
-             **edge_style(e, bool(view.trail_edges) and edge_id(e) not in view.trail_edges)} for e in view.edges]
+             **edge_style(e, is_context(view, e))} for e in view.edges]
+
+
+DENSE_VIEW_EDGES = 300  # a view with more edges (and no trails) draws them all pale: an overview to hover and zoom
+
+
+def is_context(view: GraphView, e: EdgeRecord) -> bool:
+    """Whether ``e`` is drawn pale (:func:`edge_style`): a citation among the top papers on no evidence
+    trail, or any edge of a dense view without trails (more than :data:`DENSE_VIEW_EDGES`)."""
+    if view.trail_edges:
+        return edge_id(e) not in view.trail_edges
+    return len(view.edges) > DENSE_VIEW_EDGES
 
 
 def legend_items(trace: RunTrace, view: GraphView) -> list[dict[str, str]]:
@@ -945,9 +956,10 @@ def legend_items(trace: RunTrace, view: GraphView) -> list[dict[str, str]]:
     items.append({"kind": "size", "colour": "#8a96a3", "text": "size = score"})
     kept = [e for e in view.edges if e.kept]
     scorers = {"model" if edge_scorer(e) == "model" else "offline" for e in kept}
-    if any(edge_id(e) not in view.trail_edges for e in kept) and view.trail_edges:
+    if any(is_context(view, e) for e in kept):
         items.append({"kind": "context", "colour": EDGE_COLOURS["offline"],
-                      "text": "pale: other citations among them"})
+                      "text": "pale: other citations among them" if view.trail_edges
+                      else "pale: every edge (hover a paper for its own)"})
     if kept:
         items.append({"kind": "delta", "colour": EDGE_COLOURS["model" if scorers == {"model"} else "offline"],
                       "text": "width, darkness = Δ (claims supported)"})

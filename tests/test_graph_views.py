@@ -271,6 +271,10 @@ def test_context_edges_are_pale_and_trails_strong(demo_trace):
             assert rec["opacity"] <= 0.28
     if any(r["context"] for r in rv.edges):
         assert any(i["kind"] == "context" for i in rv.legend)
+    # a dense view without trails: every edge pale (hover brings a paper's own edges up)
+    wide = V.run_view(demo_trace, "timeline", "kept graph")
+    assert len(wide.edges) > V.DENSE_VIEW_EDGES and all(r["context"] for r in wide.edges)
+    assert "every edge" in next(i["text"] for i in wide.legend if i["kind"] == "context")
 
 
 def test_records_are_plain_text_with_unique_labels(hostile_trace):
