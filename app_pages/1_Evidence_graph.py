@@ -17,14 +17,10 @@ from crase_app.graph_view import (
     LAYOUT_LABELS,
     LAYOUTS,
     VIEW_MODES,
+    component_args,
     edge_id,
     edge_scorer,
-    focus_view,
-    graph_view,
-    legend_items,
     node_labels,
-    view_layout,
-    vis_network_data,
 )
 from crase_app.shared import (
     graph_component,
@@ -32,24 +28,23 @@ from crase_app.shared import (
     inspector,
     trace_page,
 )
+from crase_core.graph_views import communities
 
 trace = trace_page("Evidence graph", "Hover a paper or an edge for its full text; click it to inspect it below "
                    "(claims, entailment matrix, Δ, decision). Double-click a paper to focus on it.")
 
 
+@st.cache_data(max_entries=4, show_spinner="Finding the clusters…")
+def _communities(_trace, run_id: str):
+    return communities(_trace)
+
+
 @st.cache_data(max_entries=16, show_spinner="Laying out the graph…")
 def _network(_trace, run_id: str, layout: str, mode: str, show_pruned: bool, top_k: int, years: tuple[int, int] | None,
              min_score: float, subqueries: tuple[int, ...] | None, focus: str | None) -> dict:
-    tr = _trace
-    if layout == "focus" and focus:
-        view = focus_view(tr, focus, show_pruned=show_pruned)
-    else:
-        view = graph_view(tr, mode, show_pruned=show_pruned, top_k=top_k, years=years, min_score=min_score,
-                          subqueries=subqueries)
-    lay = view_layout(tr, view, layout)
-    data = vis_network_data(tr, view, lay.positions)
-    return {"data": data, "axis": lay.axis, "groups": lay.groups, "legend": legend_items(tr, view),
-            "note": view.note, "hidden": view.hidden_pruned_edges, "n_nodes": len(view.nodes)}
+    groups = _communities(_trace, run_id) if layout == "clusters" else None
+    return component_args(_trace, layout, mode, focus=focus if layout == "focus" else None, show_pruned=show_pruned,
+                          top_k=top_k, years=years, min_score=min_score, subqueries=subqueries, groups=groups)
 
 
 # ---- selection: the graph component and the edge table both write st.session_state["selected"] ----
@@ -115,7 +110,6 @@ result = guarded(lambda: _network(trace, trace.run_id, layout, mode, show_pruned
                                   float(min_score), sq_key, focus), "Could not build the graph view")
 if result is None:
     st.stop()
-data = result["data"]
 sel_arg = None
 if sel and sel.get("kind") == "edge":
     sel_arg = {"kind": "edge", "id": f"{sel['citing']}->{sel['cited']}"}
@@ -123,19 +117,18 @@ elif sel and sel.get("kind") == "node":
     sel_arg = {"kind": "node", "id": sel["id"]}
 
 hidden = result["hidden"]
-st.caption(f"{result['n_nodes']:,} papers · {len(data['edges']):,} edges shown"
+st.caption(f"{result['n_nodes']:,} papers · {len(result['edges']):,} edges shown"
            + (f" (of {len(trace.nodes):,} papers in the run)" if result["n_nodes"] < len(trace.nodes) else "")
            + (f" · {hidden:,} pruned edges hidden" if hidden and not show_pruned else "")
            + (f" · {result['note']}" if result["note"] else "")
            + " · labels show the top-ranked papers where they fit; hover any paper for its title")
-graph_component(nodes=data["nodes"], edges=data["edges"], axis=result["axis"], groups=result["groups"],
-                legend=result["legend"], selected=sel_arg,
-                hint="Hover: full title · Click: inspect below · Double-click a paper: focus · Scroll: zoom · Drag: pan",
+graph_component(**{k: result[k] for k in ("nodes", "edges", "axis", "captions", "legend", "layout", "hint")},
+                selected=sel_arg,
                 key_data=f"{trace.run_id}|{layout}|{mode}|{show_pruned}|{top_k}|{years_key}|{min_score}|{sq_key}|{focus}",
                 key="graph_click", default=None)
 
 # ---- second way in: the edge table (same edges as the graph); key columns pinned on the left ----
-by_id = {d["id"] for d in data["edges"]}
+by_id = {d["id"] for d in result["edges"]}
 edges = [e for e in trace.edges if edge_id(e) in by_id]
 labels = all_labels  # the graph's labels: unique over the whole run
 with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it", expanded=False):

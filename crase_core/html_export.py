@@ -21,19 +21,25 @@ import re
 from typing import Any
 
 from .cost_report import budget_summary, cost_summary
+from .graph_views import (
+    DEFAULT_TOP_K,
+    ROLE_COLOURS,
+    ROLE_LABELS,
+    SCORER_LABELS,
+    RunView,
+    communities,
+    edge_id,
+    node_labels,
+    run_view,
+)
 from .library import paper_link
-from .records import EdgeRecord
 from .resources import graph_component_dir
 from .trace import RunTrace
 from .trails import origin_text
 
-ROLE_COLOURS = {"seed_kept": "#2a9d8f", "seed_pruned": "#e76f51", "expanded": "#4f6d9a",
-                "expanded_pruned": "#b8bfca", "text": "#9b6bb5"}
-ROLE_LABELS = {"seed_kept": "seed, kept", "seed_pruned": "seed, pruned", "expanded": "expanded (neighbour)",
-               "expanded_pruned": "expanded, pruned", "text": "text match (outside the citation graph)"}
 MAX_WIDE_VIEW_NODES = 300  # the wide view: the highest-ranked kept papers (a readable, quick-to-lay-out graph)
 MAX_WIDE_VIEW_EDGES = 3000
-KAMADA_KAWAI_MAX = 150  # components up to this size get the Kamada–Kawai layout (spring layout above)
+NODE_PLACEMENT = ("x", "y", "size", "pri", "group")  # what a paper's record holds per view (the rest is per run)
 
 
 def script_json(data: object) -> str:
@@ -48,113 +54,85 @@ def _num(x: float) -> float:
     return float(x) if math.isfinite(x) else 0.0
 
 
-def _layout(nodes: list[str], edges: list[EdgeRecord], scale: float = 70.0) -> dict[str, list[float]]:
-    """Deterministic layout in vis pixels: a spring layout (networkx, fixed seed) per connected component,
-    each sized by the square root of its paper count, packed in rows (largest first), so small islands
-    do not push the main cluster into a corner."""
-    import networkx as nx
+def _views(trace: RunTrace) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The views the page offers, drawn by the run view model (:func:`crase_core.graph_views.run_view`) as
+    the app draws them: timeline and clusters of the top results with their trails (the default) and of the
+    :data:`MAX_WIDE_VIEW_NODES` highest-ranked kept papers, and the focus view of every paper of the default
+    view — each with and without the pruned edges. Returns (views, paper styles, edge styles): a view keeps
+    each paper's placement (:data:`NODE_PLACEMENT`) and each edge's id and bend; what does not change from
+    view to view (label, tooltip, colour, width …) is stored once."""
+    groups = communities(trace)
+    labels = node_labels(trace, [n.paper.id for n in trace.nodes])
+    views: dict[str, Any] = {}
+    layouts: dict[tuple[Any, ...], Any] = {}  # a view with and without its pruned edges: laid out once
+    node_style: dict[str, Any] = {}
+    edge_style: dict[str, Any] = {}
 
-    if not nodes:
-        return {}
-    g = nx.Graph()
-    g.add_nodes_from(nodes)
-    for e in edges:
-        if e.citing != e.cited and e.citing in g and e.cited in g:
-            g.add_edge(e.citing, e.cited, weight=max(e.delta, 0.05) if e.kept else 0.02)
-    order = {n: i for i, n in enumerate(nodes)}
-    comps = sorted((sorted(c, key=order.__getitem__) for c in nx.connected_components(g)),
-                   key=lambda c: (-len(c), order[c[0]]))
-    out: dict[str, list[float]] = {}
-    row_width = 2.6 * scale * math.sqrt(len(nodes))
-    x = y = row_h = 0.0
-    for comp in comps:
-        radius = scale * math.sqrt(len(comp))
-        if len(comp) == 1:
-            local = {comp[0]: (0.0, 0.0)}
-        elif len(comp) <= KAMADA_KAWAI_MAX:  # evenly spread distances: readable for the top results' graph
-            local = nx.rescale_layout_dict(nx.kamada_kawai_layout(g.subgraph(comp), weight=None), 1.0)
-        else:
-            sub = g.subgraph(comp)
-            local = nx.spring_layout(sub, k=2.0 / math.sqrt(len(comp)), seed=7, iterations=80, weight="weight")
-        if x > 0 and x + 2 * radius > row_width:
-            x, y, row_h = 0.0, y + row_h + scale * 0.6, 0.0
-        for n, (px, py) in local.items():
-            out[n] = [round(x + radius + float(px) * radius, 1), round(y + radius + float(py) * radius, 1)]
-        x += 2 * radius + scale * 0.6
-        row_h = max(row_h, 2 * radius)
-    return out
+    def keep(key: str, rv: RunView) -> None:
+        for n in rv.nodes:
+            node_style.setdefault(n["id"], {k: v for k, v in n.items() if k not in NODE_PLACEMENT})
+        for e in rv.edges:
+            edge_style.setdefault(e["id"], {k: v for k, v in e.items() if k != "bend"})
+        d = rv.as_dict()
+        views[key] = {**{k: d[k] for k in ("layout", "axis", "captions", "legend", "note", "hidden", "focus")},
+                      "nodes": [[n["id"], *(n[k] for k in NODE_PLACEMENT)] for n in rv.nodes],
+                      "edges": [[e["id"], e["bend"]] for e in rv.edges]}
+
+    for pruned in (False, True):
+        tail = "|pruned" if pruned else ""
+        for layout in ("timeline", "clusters"):
+            keep(f"{layout}|top{tail}", run_view(trace, layout, show_pruned=pruned, groups=groups, labels=labels,
+                                                 layouts=layouts))
+            keep(f"{layout}|wide{tail}", run_view(trace, layout, "kept graph", show_pruned=pruned, groups=groups,
+                                                  labels=labels, max_nodes=MAX_WIDE_VIEW_NODES,
+                                                  max_edges=MAX_WIDE_VIEW_EDGES, layouts=layouts))
+    for pid in [p for p, *_ in views["timeline|top"]["nodes"]]:
+        for pruned in (False, True):
+            keep(f"focus|{pid}" + ("|pruned" if pruned else ""),
+                 run_view(trace, "focus", focus=pid, show_pruned=pruned, labels=labels, layouts=layouts))
+    return views, node_style, edge_style
 
 
-def _views(trace: RunTrace) -> tuple[dict[str, Any], list[EdgeRecord]]:
-    """Two views and the edges they use: the top results with their evidence trails (default), and the
-    ``MAX_WIDE_VIEW_NODES`` highest-scored kept papers with the kept edges among them (the wide view)."""
-    node_ids = {n.paper.id for n in trace.nodes}
-    top: set[str] = set()
-    trail_edges: set[tuple[str, str]] = set()
-    for r in trace.results:
-        top.add(r.paper_id)
-        for s in r.trail:
-            top.update((s.source, s.target))
-            trail_edges.add((s.source, s.target) if s.along_citation else (s.target, s.source))
-    top &= node_ids
-    top_edges = [e for e in trace.edges if e.citing in top and e.cited in top
-                 and (e.kept or (e.citing, e.cited) in trail_edges)]
-    top_pruned = [e for e in trace.edges if e.citing in top and e.cited in top and not e.kept]
-    kept_sorted = sorted((n for n in trace.nodes if n.kept), key=lambda n: (n.rank is None, n.rank or 0))
-    wide = {n.paper.id for n in kept_sorted[:MAX_WIDE_VIEW_NODES]} | top
-    wide_edges = sorted((e for e in trace.edges if e.kept and e.citing in wide and e.cited in wide),
-                        key=lambda e: -e.delta)[:MAX_WIDE_VIEW_EDGES]
-    used: dict[tuple[str, str], int] = {}
-    edges: list[EdgeRecord] = []
-    for e in top_edges + top_pruned + wide_edges:
-        if (e.citing, e.cited) not in used:
-            used[(e.citing, e.cited)] = len(edges)
-            edges.append(e)
-    top_list = [n.paper.id for n in trace.nodes if n.paper.id in top]
-    wide_list = [n.paper.id for n in trace.nodes if n.paper.id in wide]
-    views = {
-        "top": {"nodes": top_list, "edges": [used[(e.citing, e.cited)] for e in top_edges],
-                "pruned": [used[(e.citing, e.cited)] for e in top_pruned],
-                "pos": _layout(top_list, top_edges + top_pruned)},
-        "kept": {"nodes": wide_list, "edges": [used[(e.citing, e.cited)] for e in wide_edges], "pruned": [],
-                 "pos": _layout(wide_list, wide_edges),
-                 "note": f"the {len(wide_list):,} highest-ranked of {len(kept_sorted):,} kept papers"
-                         if len(kept_sorted) > len(wide_list) else ""},
-    }
-    return views, edges
+def _intern_tips(*tables: dict[str, Any]) -> list[str]:
+    """Tooltips as lists of line numbers into one table of distinct lines, in place: an edge's tooltip repeats
+    both papers' titles, so a run's tooltips share most of their lines (the page joins them back)."""
+    lines: dict[str, int] = {}
+    for table in tables:
+        for rec in table.values():
+            rec["tip"] = [lines.setdefault(line, len(lines)) for line in str(rec.get("tip", "")).split("\n")]
+    return list(lines)
 
 
 def export_data(trace: RunTrace) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data (no markup): the papers and edges of its two
-    views (with their matrices and claims) and the ranked list."""
-    views, view_edges = _views(trace)
-    shown = {pid for v in views.values() for pid in v["nodes"]} | {r.paper_id for r in trace.results}
+    """Everything the page shows, as plain JSON-able data (no markup): the views of :func:`_views`, the
+    inspector's papers and edges (with their matrices and claims) and the ranked list."""
+    views, node_style, edge_style = _views(trace)
+    shown = set(node_style) | {r.paper_id for r in trace.results}
     seeds = {s.paper_id: s for s in trace.seeds}
     results = {r.paper_id: r for r in trace.results}
-    max_score = max((n.score for n in trace.nodes), default=0.0) or 1.0
     nodes = {}
     for n in trace.nodes:
         if n.paper.id not in shown:
             continue
-        p, role, s = n.paper, n.display_role, seeds.get(n.paper.id)
+        p, s = n.paper, seeds.get(n.paper.id)
         r = results.get(p.id)
         nodes[p.id] = {
             "title": p.title, "year": p.year, "authors": list(p.authors[:12]), "more_authors": max(0, len(p.authors) - 12),
             "abstract": p.abstract, "link": paper_link(p), "venue": p.venue,
-            "role": ROLE_LABELS[role], "colour": ROLE_COLOURS[role], "kept": n.kept, "prune_reason": n.prune_reason,
-            "score": _num(n.score), "rank": n.rank, "size": 8 + 28 * math.sqrt(max(n.score, 0.0) / max_score),
-            "in_library": n.in_library,
+            "role": ROLE_LABELS[n.display_role], "colour": ROLE_COLOURS[n.display_role], "kept": n.kept,
+            "prune_reason": n.prune_reason, "score": _num(n.score), "rank": n.rank, "in_library": n.in_library,
             "seed": None if s is None else {
                 "fate": s.fate, "reason": s.fate_reason,
                 "origins": [origin_text(o) for o in s.origins]},
             "reason": r.reason if r else "",
         }
-    edges = [{"from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
+    edges = [{"id": edge_id(e), "from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
               "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
-              "scorer": e.scorer, **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
-             for e in view_edges]
+              "scorer": e.scorer, "scorer_label": SCORER_LABELS.get(e.scorer, e.scorer),
+              **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
+             for e in trace.edges if edge_id(e) in edge_style]
     claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
                                                         for c in cs.claims]}
               for pid, cs in trace.claims.items() if pid in nodes}
@@ -166,29 +144,32 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "source": trace.source, "backend": trace.backend.get("backend", "?"), "ranker": trace.ranking.ranker,
         "theta": trace.settings.theta, "theta_lexical": trace.settings.theta_lexical, "tau": trace.settings.tau,
         "beta": trace.settings.beta,
-        "reference_year": trace.reference_year,
+        "reference_year": trace.reference_year, "top_k": DEFAULT_TOP_K, "wide_nodes": MAX_WIDE_VIEW_NODES,
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
         "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": r.reason,
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
         "nodes": nodes, "edges": edges, "claims": claims, "views": views,
+        "styles": {"nodes": node_style, "edges": edge_style}, "lines": _intern_tips(node_style, edge_style),
     }
 
 
 def to_html(trace: RunTrace) -> str:
     """The run as one HTML document (UTF-8 text), openable from disk with the network off."""
     comp = graph_component_dir()
-    vis_js = (comp / "vis-network.min.js").read_text(encoding="utf-8")
-    vis_css = (comp / "vis-network.css").read_text(encoding="utf-8")
-    for name, text, closing in (("vis-network.min.js", vis_js, "</script"), ("vis-network.css", vis_css, "</style")):
+    files = {name: (comp / name).read_text(encoding="utf-8")
+             for name in ("vis-network.min.js", "vis-network.css", "graph_core.js", "graph_core.css")}
+    for name, text in files.items():
+        closing = "</style" if name.endswith(".css") else "</script"
         if closing in text.lower():  # never true for the shipped files; refuse rather than break the page
             raise ValueError(f"{name} contains {closing!r} and cannot be inlined")
     title = html.escape(f"Crase run — {trace.query[:120]}", quote=True)
-    parts = {"TITLE": title, "VIS_CSS": vis_css, "DATA": script_json(export_data(trace)), "APP_JS": _APP_JS,
-             "VIS_JS": vis_js}
+    parts = {"TITLE": title, "VIS_CSS": files["vis-network.css"], "GRAPH_CSS": files["graph_core.css"],
+             "DATA": script_json(export_data(trace)), "APP_JS": _APP_JS, "VIS_JS": files["vis-network.min.js"],
+             "GRAPH_JS": files["graph_core.js"]}
     # one pass over the template: text put in is never scanned for placeholders again
-    return re.sub(r"@@(TITLE|VIS_CSS|DATA|APP_JS|VIS_JS)@@", lambda m: parts[m.group(1)], _PAGE)
+    return re.sub(r"@@(TITLE|VIS_CSS|GRAPH_CSS|DATA|APP_JS|VIS_JS|GRAPH_JS)@@", lambda m: parts[m.group(1)], _PAGE)
 
 
 _PAGE = """<!doctype html>
@@ -201,23 +182,29 @@ _PAGE = """<!doctype html>
 <!-- vis-network 9.1.2 (https://github.com/visjs/vis-network), dual-licensed Apache-2.0 / MIT,
      (c) 2011-2017 Almende B.V., (c) 2017-2019 visjs contributors. Inlined so this file works offline. -->
 <style>@@VIS_CSS@@</style>
+<style>@@GRAPH_CSS@@</style>
 <style>
 body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2933;background:#fff}
-header{padding:14px 22px 6px;border-bottom:1px solid #e3e6ea}
-h1{font-size:1.25rem;margin:0 0 4px}
-.meta{color:#56616c;font-size:.86rem;margin:2px 0}
+header{padding:12px 22px 6px;border-bottom:1px solid #e3e6ea}
+h1{font-size:1.2rem;margin:0 0 4px;line-height:1.3}
+.meta{color:#56616c;font-size:.84rem;margin:2px 0}
 .notice{background:#fff4e5;border:1px solid #f0b35a;border-radius:6px;padding:8px 12px;margin:8px 0;font-size:.92rem}
 .warn{background:#f5f7fa;border-left:3px solid #b8bfca;padding:4px 10px;margin:4px 0;font-size:.85rem;color:#3e4a56}
-main{display:grid;grid-template-columns:minmax(0,1.6fr) minmax(340px,1fr);gap:16px;padding:12px 22px}
-#graph{height:72vh;border:1px solid #e3e6ea;border-radius:8px;background:#fbfcfd}
-#panel{border:1px solid #e3e6ea;border-radius:8px;padding:10px 14px;max-height:72vh;overflow:auto;font-size:.9rem}
-.controls{display:flex;gap:14px;align-items:center;font-size:.88rem;margin-bottom:6px;flex-wrap:wrap}
-.legend span.dot{display:inline-block;width:.75rem;height:.75rem;border-radius:50%;margin:0 4px 0 10px;vertical-align:-1px}
+main{display:grid;grid-template-columns:minmax(0,1.75fr) minmax(340px,1fr);gap:16px;padding:10px 22px}
+#panel{border:1px solid #e3e6ea;border-radius:8px;padding:10px 14px;max-height:calc(68vh + 120px);overflow:auto;font-size:.9rem}
+.controls{display:flex;gap:8px 16px;align-items:center;font-size:.88rem;margin-bottom:8px;flex-wrap:wrap}
+.seg{display:inline-flex;border:1px solid #cfd6de;border-radius:7px;overflow:hidden}
+.seg button{font:inherit;border:0;background:#fff;padding:4px 13px;cursor:pointer;color:#3d4852}
+.seg button+button{border-left:1px solid #cfd6de}
+.seg button.on{background:#e6f4f1;color:#1b6b5f;font-weight:600}
+select{font:inherit;font-size:.86rem;padding:2px 4px;max-width:340px}
 table.m{border-collapse:collapse;margin:6px 0;font-size:.82rem}
 table.m td,table.m th{border:1px solid #d5dbe1;padding:3px 6px;text-align:center;vertical-align:top}
 table.m th.rowh{text-align:left;max-width:260px;font-weight:normal}
 td.hit{outline:2px solid #1d3557;outline-offset:-2px;font-weight:600}
 .kept{color:#1b7f4b;font-weight:600}.pruned{color:#b23a2b;font-weight:600}
+.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:.8rem;margin:2px 0}
+.badge.model{background:#e3ebf7;color:#1d3557}.badge.offline{background:#fdf0e1;color:#8a4b08}
 ol#results{padding-left:0;list-style:none;margin:0 22px 30px}
 ol#results li{border:1px solid #e3e6ea;border-radius:8px;padding:8px 12px;margin:6px 0;cursor:pointer}
 ol#results li:hover{background:#f7f9fb}
@@ -238,21 +225,22 @@ h3{font-size:.98rem;margin:8px 0 4px}
 <main>
 <section>
 <div class="controls">
-<label><input type="radio" name="view" value="top" checked> Top results and their evidence trails</label>
-<label><input type="radio" name="view" value="kept"> Wider: the highest-ranked kept papers</label>
+<span class="seg" role="group" aria-label="Layout"><button type="button" data-view="timeline" class="on">Timeline</button><button type="button" data-view="clusters">Clusters</button><button type="button" data-view="focus">Focus</button></span>
+<label id="papersPick">Papers <select id="papers"></select></label>
+<label id="focusPick" hidden>Focus on <select id="focus"></select></label>
+<label><input type="checkbox" id="showPruned"> show pruned edges</label>
 <span id="viewNote" class="meta"></span>
-<label><input type="checkbox" id="showPruned"> show pruned edges (dashed)</label>
 </div>
-<div class="controls legend" id="legend"></div>
 <div id="graph"></div>
 </section>
 <section id="panel"><p>Click an edge to see its entailment matrix, both papers' claims and the prune decision;
-click a paper (here or in the list) for its abstract, link and why it is ranked.</p></section>
+click a paper (here or in the list) for its abstract, link and why it is ranked. Double-click a paper for its focus view.</p></section>
 </main>
 <h2>Ranked papers</h2>
 <ol id="results"></ol>
 <script type="application/json" id="crase-data">@@DATA@@</script>
 <script>@@VIS_JS@@</script>
+<script>@@GRAPH_JS@@</script>
 <script>@@APP_JS@@</script>
 </body>
 </html>
@@ -265,7 +253,6 @@ _APP_JS = r"""
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
-  function short(t, n) { t = String(t); return t.length <= n ? t : t.slice(0, n - 1) + "\u2026"; }
   function safeLink(url) { return typeof url === "string" && /^https?:\/\/[^\s"'<>]+$/.test(url) ? url : null; }
 
   document.getElementById("title").textContent = "Crase run: " + D.query;
@@ -278,66 +265,88 @@ _APP_JS = r"""
   var notices = document.getElementById("notices");
   if (D.coverage) add(notices, el("div", D.coverage, "notice"));
   D.warnings.forEach(function (w) { add(notices, el("div", w, "warn")); });
-  var legend = document.getElementById("legend");
-  [["seed, kept", "#2a9d8f"], ["seed, pruned", "#e76f51"], ["expanded (neighbour)", "#4f6d9a"], ["text match", "#9b6bb5"]].forEach(function (r) {
-    var s = add(legend, el("span")); var d = add(s, el("span", "", "dot")); d.style.background = r[1]; add(s, document.createTextNode(r[0]));
-  });
-  add(legend, el("span", " \u00b7 node size = score \u00b7 edge darkness/width = \u0394 \u00b7 \u2605 = in your library"));
 
-  function deltaColour(d) {
-    var t = Math.max(0, Math.min(1, d)), lo = [0xA9, 0xB8, 0xCC], hi = [0x1D, 0x35, 0x57];
-    return "rgb(" + lo.map(function (a, i) { return Math.round(a + (hi[i] - a) * t); }).join(",") + ")";
+  var edgeInfo = {};
+  D.edges.forEach(function (e) { edgeInfo[e.id] = e; });
+  var state = { layout: "timeline", papers: "top", focus: D.results.length ? D.results[0].id : null };
+  var focusable = D.views["timeline|top"].nodes.map(function (n) { return n[0]; });
+  if (state.focus === null || focusable.indexOf(state.focus) < 0) state.focus = focusable[0] || null;
+
+  function tipText(lines) { return lines.map(function (i) { return D.lines[i]; }).join("\n"); }
+  // the view model's records for one view: placement from the view, the rest from the run's style tables
+  function records(key) {
+    var v = D.views[key];
+    return {
+      layout: v.layout, axis: v.axis, captions: v.captions, legend: v.legend, key: key,
+      hint: "Hover: full text \u00b7 Click: inspect \u00b7 Double-click a paper: focus \u00b7 Scroll: zoom \u00b7 Drag: pan",
+      nodes: v.nodes.map(function (n) {
+        var s = D.styles.nodes[n[0]];
+        return Object.assign({ id: n[0], x: n[1], y: n[2], size: n[3], pri: n[4], group: n[5] }, s, { tip: tipText(s.tip) });
+      }),
+      edges: v.edges.map(function (e) {
+        var s = D.styles.edges[e[0]];
+        return Object.assign({ id: e[0], bend: e[1] }, s, { tip: tipText(s.tip) });
+      }),
+      note: v.note, hidden: v.hidden
+    };
   }
-  function tip(text) { var d = el("div", text); d.style.whiteSpace = "pre-line"; d.style.maxWidth = "420px"; return d; }
-
-  var nodesDS = new vis.DataSet(), edgesDS = new vis.DataSet();
-  var network = new vis.Network(document.getElementById("graph"), { nodes: nodesDS, edges: edgesDS }, {
-    physics: false, layout: { improvedLayout: false },
-    interaction: { hover: true, tooltipDelay: 150, selectConnectedEdges: false, multiselect: false },
-    nodes: { shape: "dot", borderWidth: 1, borderWidthSelected: 3, font: { size: 14, color: "#27313b", strokeWidth: 3, strokeColor: "#ffffff" },
-             scaling: { label: { drawThreshold: 4 } } },
-    edges: { arrows: { to: { enabled: true, scaleFactor: 0.5 } }, smooth: false, selectionWidth: 3, color: { inherit: false } }
-  });
-  window.craseExport = { network: network, nodes: nodesDS, edges: edgesDS, data: D, ready: false };
-
-  function show(viewName) {
-    var v = D.views[viewName], withPruned = document.getElementById("showPruned").checked;
-    var labelled = {};
-    D.results.slice(0, 10).forEach(function (r) { labelled[r.id] = true; });
-    nodesDS.clear(); edgesDS.clear();
-    nodesDS.add(v.nodes.map(function (id) {
-      var n = D.nodes[id], p = v.pos[id] || [0, 0];
-      var label = labelled[id] ? (n.in_library ? "\u2605 " : "") + short(n.title, 28) + (n.year ? " (" + n.year + ")" : "") : (n.in_library ? "\u2605" : undefined);
-      return { id: id, x: p[0], y: p[1], label: label, color: n.colour, size: n.size, borderWidth: n.in_library ? 3 : 1,
-               title: tip(n.title + "\n" + (n.year || "n.d.") + " \u00b7 " + n.role + (n.in_library ? " \u00b7 already in your library" : "") +
-                          (n.kept ? "\nscore " + fmt(n.score, 4) + (n.rank ? " \u00b7 rank " + n.rank : "") : "\n" + n.prune_reason)) };
-    }));
-    var ids = v.edges.concat(withPruned ? v.pruned.filter(function (i) { return v.edges.indexOf(i) < 0; }) : []);
-    edgesDS.add(ids.map(function (i) {
-      var e = D.edges[i];
-      return { id: "e" + i, from: e.from, to: e.to, color: e.kept ? deltaColour(e.delta) : "#d08c7f", width: e.kept ? 1 + 5 * e.delta : 1,
-               dashes: !e.kept, title: tip(short(D.nodes[e.from].title, 50) + " \u2192 " + short(D.nodes[e.to].title, 50) + "\n\u0394 = " + fmt(e.delta, 3) + " \u00b7 weight " + fmt(e.weight, 3) + "\n" + e.decision) };
-    }));
-    document.getElementById("viewNote").textContent = v.note ? "(" + v.note + ")" : "";
-    network.fit({ animation: false });
-  }
-  function currentView() { return document.querySelector("input[name=view]:checked").value; }
-  document.querySelectorAll("input[name=view]").forEach(function (r) { r.addEventListener("change", function () { show(currentView()); }); });
-  document.getElementById("showPruned").addEventListener("change", function () { show(currentView()); });
-
   var panel = document.getElementById("panel");
-  function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); }
-  function paperLine(id) { var n = D.nodes[id]; return n.title + " (" + (n.year || "n.d.") + ")"; }
+  var graph = CraseGraph.create(document.getElementById("graph"), {
+    // the canvas fills the window below the controls and the legend (the page scrolled to its top)
+    height: function () {
+      var c = graph ? graph.canvas.getBoundingClientRect().top + window.scrollY : 260;
+      return Math.max(380, Math.round(window.innerHeight - c - 48));
+    },
+    onClick: function (v) { if (v.kind === "edge") showEdge(v.id); else showNode(v.id); },
+    onDblClick: function (v) { if (D.views["focus|" + v.id]) { state.focus = v.id; state.layout = "focus"; show(); } }
+  });
+  window.craseExport = { graph: graph, data: D, ready: false, state: state };
 
-  function showEdge(i) {
-    var e = D.edges[i], cu = D.claims[e.from] || { claims: [] }, cv = D.claims[e.to] || { claims: [] };
+  var papers = document.getElementById("papers");
+  [["top", "Top " + D.top_k + " and their evidence trails"], ["wide", "Wider: the " + D.wide_nodes + " highest-ranked kept papers"]].forEach(function (o) {
+    var opt = add(papers, el("option", o[1])); opt.value = o[0];
+  });
+  var focusSel = document.getElementById("focus");
+  focusable.forEach(function (id) {
+    var s = D.styles.nodes[id], opt = add(focusSel, el("option", (s ? s.label : id) + " \u2014 " + (D.nodes[id] ? D.nodes[id].title : "").slice(0, 60)));
+    opt.value = id;
+  });
+  function show() {
+    var pruned = document.getElementById("showPruned").checked ? "|pruned" : "";
+    var key = state.layout === "focus" ? "focus|" + state.focus + pruned : state.layout + "|" + state.papers + pruned;
+    if (!D.views[key]) return;
+    var r = records(key);
+    graph.setData(r);
+    document.querySelectorAll("[data-view]").forEach(function (b) { b.className = b.dataset.view === state.layout ? "on" : ""; });
+    document.getElementById("papersPick").hidden = state.layout === "focus";
+    document.getElementById("focusPick").hidden = state.layout !== "focus";
+    papers.value = state.papers;
+    if (state.focus) focusSel.value = state.focus;
+    document.getElementById("viewNote").textContent = r.nodes.length + " papers \u00b7 " + r.edges.length + " edges" +
+      (r.hidden ? " \u00b7 " + r.hidden + " pruned edges hidden" : "") + (r.note ? " \u00b7 " + r.note : "");
+    graph.select(current);
+  }
+  var current = null;
+  document.querySelectorAll("[data-view]").forEach(function (b) { b.addEventListener("click", function () { state.layout = b.dataset.view; show(); }); });
+  papers.addEventListener("change", function () { state.papers = papers.value; show(); });
+  focusSel.addEventListener("change", function () { state.focus = focusSel.value; show(); });
+  document.getElementById("showPruned").addEventListener("change", show);
+
+  function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); delete panel.dataset.edge; delete panel.dataset.node; }
+  function paperLine(id) { var n = D.nodes[id]; return n ? n.title + " (" + (n.year || "n.d.") + ")" : id; }
+
+  function showEdge(id) {
+    var e = edgeInfo[id]; if (!e) return;
+    var cu = D.claims[e.from] || { claims: [] }, cv = D.claims[e.to] || { claims: [] };
     clear();
+    current = { kind: "edge", id: id };
     panel.dataset.edge = e.from + "->" + e.to;
     add(panel, el("h3", "Edge " + e.from + " \u2192 " + e.to));
     add(panel, el("div", "u (citing): " + paperLine(e.from)));
     add(panel, el("div", "v (cited): " + paperLine(e.to)));
     var dec = add(panel, el("p", "Decision \u2014 " + e.decision, e.kept ? "kept" : "pruned"));
     dec.id = "decision";
+    if (e.scorer) add(panel, el("span", e.scorer_label, "badge " + (e.scorer === "model" ? "model" : "offline")));
     add(panel, el("div", "\u0394 (coverage) " + fmt(e.delta, 3) + " \u00b7 supported " + e.supported.filter(Boolean).length + " of " + e.supported.length +
                   " \u00b7 age factor " + fmt(e.age_factor, 3) + " (" + e.age_years + " y, \u03b2 = " + D.beta + ") \u00b7 weight w " + fmt(e.weight, 3)));
     if (e.error) add(panel, el("div", "Scoring failed: " + e.error, "warn"));
@@ -349,7 +358,11 @@ _APP_JS = r"""
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
         add(tr, el("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
-        row.forEach(function (x) { var td = add(tr, el("td", fmt(x, 2))); if (x >= e.theta) td.className = "hit"; });
+        row.forEach(function (x) {
+          var td = add(tr, el("td", fmt(x, 2))); if (x >= e.theta) td.className = "hit";
+          td.style.background = "rgba(29,53,87," + (0.05 + 0.45 * Math.max(0, Math.min(1, x))).toFixed(3) + ")";
+          if (x > 0.6) td.style.color = "#ffffff";
+        });
       });
     } else add(panel, el("p", "No matrix: one of the papers has no claims."));
     if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, el("blockquote", x)); }); }
@@ -358,29 +371,28 @@ _APP_JS = r"""
       if (pair[1].error) add(panel, el("div", "Claim extraction failed: " + pair[1].error, "warn"));
       pair[1].claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); });
     });
+    graph.select(current);
   }
 
   function showNode(id) {
     var n = D.nodes[id]; if (!n) return;
     clear();
+    current = { kind: "node", id: id };
     panel.dataset.node = id;
     add(panel, el("h3", n.title));
     add(panel, el("div", (n.year || "n.d.") + " \u00b7 " + n.authors.join(", ") + (n.more_authors ? " et al. (+" + n.more_authors + ")" : "") + (n.venue ? " \u00b7 " + n.venue : "")));
     var link = safeLink(n.link);
     if (link) { var a = add(add(panel, el("div")), el("a", link)); a.href = link; a.rel = "noopener noreferrer"; a.target = "_blank"; }
-    add(panel, el("div", n.role + (n.in_library ? " \u00b7 already in your library" : "")));
+    var role = add(panel, el("div", "\u25cf " + n.role + (n.in_library ? " \u00b7 already in your library" : "")));
+    role.style.color = n.colour;
     add(panel, el("div", n.kept ? "score " + fmt(n.score, 4) + (n.rank ? " \u00b7 rank " + n.rank : "") : "pruned: " + n.prune_reason));
     if (n.seed) { add(panel, el("div", "Seed fate: " + (n.seed.fate === "kept" ? "\u2713 " : "\u2717 ") + n.seed.reason)); n.seed.origins.forEach(function (o) { add(panel, el("div", "\u2022 " + o)); }); }
     if (n.reason) add(panel, el("p", "Why it is here: " + n.reason));
     if (n.abstract) { add(panel, el("h3", "Abstract")); add(panel, el("p", n.abstract)); }
     var cs = D.claims[id];
     if (cs && cs.claims.length) { add(panel, el("h3", "Claims")); cs.claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); }); }
+    graph.select(current);
   }
-
-  network.on("click", function (params) {
-    if (params.nodes && params.nodes.length) showNode(String(params.nodes[0]));
-    else if (params.edges && params.edges.length) showEdge(Number(String(params.edges[0]).slice(1)));
-  });
 
   var list = document.getElementById("results");
   D.results.forEach(function (r) {
@@ -389,11 +401,11 @@ _APP_JS = r"""
     if (r.in_library) add(head, el("span", "already in your library", "lib"));
     add(li, el("div", n.authors.slice(0, 3).join(", ") + (n.authors.length > 3 ? " et al." : ""), "why"));
     add(li, el("div", "Why it is here: " + r.reason, "why"));
-    li.addEventListener("click", function () { showNode(r.id); panel.scrollTop = 0; panel.scrollIntoView({ block: "start" }); if (nodesDS.get(r.id)) { network.selectNodes([r.id]); network.focus(r.id, { scale: 1.2, animation: false }); } });
+    li.addEventListener("click", function () { showNode(r.id); panel.scrollTop = 0; panel.scrollIntoView({ block: "start" }); });
   });
 
-  show("top");
-  network.once("afterDrawing", function () { window.craseExport.ready = true; });
-  network.redraw();
+  show();
+  var wait = setInterval(function () { if (graph.ready) { clearInterval(wait); window.craseExport.ready = true; } }, 30);
+  window.addEventListener("resize", function () { graph.resize(); });
 })();
 """

@@ -1,9 +1,9 @@
-"""Non-Streamlit helpers of the app (crase_app.display, crase_app.graph_view), the run store and re-ranking."""
+"""Non-Streamlit helpers of the app (crase_app.display), the run store and re-ranking; the graph views are in
+tests/test_graph_views.py (the library marks on the graph are here, beside the inspector's)."""
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not pa
     sys.path.append(str(ROOT))
 
 from crase_app import display as D  # noqa: E402
-from crase_app import graph_view as G  # noqa: E402
+from crase_core import graph_views as G  # noqa: E402
 from crase_core.pipeline import estimate_budget as probe_budget  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
@@ -135,63 +135,6 @@ def test_runs_dir_env(tmp_path, monkeypatch):
     assert runs_dir() == tmp_path / "my-runs" and (tmp_path / "my-runs").is_dir()
 
 
-def test_graph_views(budget_then_trace):
-    _, trace = budget_then_trace
-    kept = G.graph_view(trace, "kept graph")
-    assert set(kept.nodes) == {n.paper.id for n in trace.nodes if n.kept}
-    assert all(e.kept for e in kept.edges) and len(kept.edges) == sum(e.kept for e in trace.edges)
-    assert kept.hidden_pruned_edges == sum(
-        1 for e in trace.edges if not e.kept and e.citing in kept.nodes and e.cited in kept.nodes)
-    everything = G.graph_view(trace, "everything", show_pruned=True)
-    assert len(everything.nodes) == len(trace.nodes) and len(everything.edges) == len(trace.edges)
-    top = G.graph_view(trace, "top-k and trails", top_k=3)
-    want = set()
-    for r in trace.results[:3]:
-        want.add(r.paper_id)
-        for s in r.trail:
-            want.update((s.source, s.target))
-    assert set(top.nodes) == want
-    for view in (kept, everything, top):
-        shown = set(view.nodes)
-        assert all(e.citing in shown and e.cited in shown for e in view.edges)
-    # filters
-    old = G.graph_view(trace, "everything", years=(1990, 1997))
-    assert {trace.node(n).paper.year for n in old.nodes} <= set(range(1990, 1998)) and old.nodes
-    sq = G.seed_subqueries(trace)
-    only2 = G.graph_view(trace, "kept graph", subqueries=[2])
-    assert all(2 in sq.get(n, []) or 2 in sq.get(G.trail_seed_of(trace).get(n) or "", []) for n in only2.nodes)
-    capped = G.graph_view(trace, "everything", show_pruned=True, max_edges=3)
-    assert len(capped.edges) == 3 and "3" in capped.note
-    with pytest.raises(InputError):
-        G.graph_view(trace, "sideways")
-
-
-def test_vis_network_data_colours_sizes_dashes_and_plain_text(budget_then_trace):
-    _, trace = budget_then_trace
-    view = G.graph_view(trace, "everything", show_pruned=True)
-    data = G.vis_network_data(trace, view, G.layout_positions(view.nodes, view.edges))
-    by_id = {n["id"]: n for n in data["nodes"]}
-    for n in trace.nodes:
-        assert by_id[n.paper.id]["color"] == D.ROLE_COLOURS[D.node_role(n)]
-        assert "x" in by_id[n.paper.id] and "y" in by_id[n.paper.id]
-    top = max(trace.nodes, key=lambda n: n.score)
-    assert by_id[top.paper.id]["size"] == pytest.approx(G.MAX_NODE_SIZE)
-    # plain text for the component (drawn with fillText / textContent); no `title`, so vis-network builds no popup
-    assert by_id["h001"]["tip"].startswith("<script>alert('xss')</script>")
-    assert all("title" not in n for n in data["nodes"]) and all("title" not in e for e in data["edges"])
-    labels = [n["label"] for n in data["nodes"]]
-    assert len(set(labels)) == len(labels)  # every hostile paper has the same authors: a/b suffixes or ranks tell apart
-    assert sorted(n["pri"] for n in data["nodes"]) == list(range(1, len(data["nodes"]) + 1))
-    edges = {e["id"]: e for e in data["edges"]}
-    for e in trace.edges:
-        rec = edges[f"{e.citing}->{e.cited}"]
-        assert (rec["from"], rec["to"]) == (e.citing, e.cited)
-        assert f"Δ = {e.delta:.3f}" in rec["tip"] and e.decision in rec["tip"]
-        assert rec["dashes"] is (not e.kept)
-        assert rec["color"] == (G.delta_colour(e.delta) if e.kept else D.PRUNED_EDGE_COLOUR)
-    assert G.delta_colour(0.0) == "#a9b8cc" and G.delta_colour(1.0) == "#1d3557"
-
-
 def test_rerank_reproduces_the_run_and_covers_every_ranker(budget_then_trace):
     _, trace = budget_then_trace
     same = rerank(trace, trace.settings.ranker)
@@ -281,71 +224,6 @@ def test_labels_are_unique_and_name_first_author_and_year():
     assert D.first_author_surname([]) == ""
 
 
-def test_layouts_on_a_real_run(hepth_engine):
-    from crase_core.pipeline import run_query
-
-    trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine)
-    labels = G.node_labels(trace, [n.paper.id for n in trace.nodes])
-    assert len(set(labels.values())) == len(trace.nodes)  # ~700 papers, no two labelled alike
-    view = G.graph_view(trace, top_k=G.DEFAULT_TOP_K)
-    assert len(view.nodes) < 100  # the default view is the top 20 and their trails, not the whole graph
-    # timeline: x follows the publication year; papers of one column never overlap
-    lay = G.view_layout(trace, view, "timeline")
-    year = {p: trace.node(p).paper.year for p in view.nodes}
-    dated = sorted((p for p in view.nodes if year[p]), key=lambda p: lay.positions[p][0])
-    assert [year[p] for p in dated] == sorted(year[p] for p in dated)
-    max_score = max(trace.node(p).score for p in view.nodes)
-    size = {p: G.node_size(trace.node(p).score, max_score) for p in view.nodes}
-    for i, a in enumerate(view.nodes):
-        for b in view.nodes[i + 1:]:
-            (xa, ya), (xb, yb) = lay.positions[a], lay.positions[b]
-            assert math.hypot(xa - xb, ya - yb) >= size[a] + size[b], (a, b)
-    assert [t["label"] for t in lay.axis][0] == str(min(y for y in year.values() if y))
-    # clusters: one caption per sub-query that has papers in view
-    clusters = G.view_layout(trace, view, "clusters")
-    groups = G.node_groups(trace, view.nodes, view.edges)
-    assert len(clusters.groups) == len(set(groups.values())) and set(clusters.positions) == set(view.nodes)
-    # focus: the paper, its trail back to the seed, its direct edges only
-    top = trace.results[0].paper_id
-    focus = G.focus_view(trace, top)
-    trail = G.trail_nodes(trace, top)
-    assert trail[-1] == top and set(trail) <= set(focus.nodes)
-    trail_pairs = {frozenset(p) for p in zip(trail, trail[1:], strict=False)}
-    assert all(top in (e.citing, e.cited) or frozenset((e.citing, e.cited)) in trail_pairs for e in focus.edges)
-    assert all(e.kept for e in focus.edges if top in (e.citing, e.cited))
-    pos = G.view_layout(trace, focus, "focus").positions
-    assert pos[top] == (0.0, 0.0)
-    cites = {e.cited for e in focus.edges if e.citing == top} - set(trail)
-    cited_by = {e.citing for e in focus.edges if e.cited == top} - set(trail) - cites
-    assert all(pos[p][0] < 0 for p in cites) and all(pos[p][0] > 0 for p in cited_by)
-    with pytest.raises(InputError):
-        G.focus_view(trace, "no-such-paper")
-    with pytest.raises(InputError):
-        G.view_layout(trace, view, "spiral")
-
-
-def test_scorer_badge_data_when_edges_carry_a_scorer(budget_then_trace):
-    _, trace = budget_then_trace
-    import copy
-
-    t = copy.deepcopy(trace)
-    kept = [e for e in t.edges if e.kept]
-    for i, e in enumerate(kept):
-        object.__setattr__(e, "scorer", "offline" if i == 0 else "model")
-    view = G.graph_view(t, "kept graph")
-    data = G.vis_network_data(t, view)
-    by_id = {e["id"]: e for e in data["edges"]}
-    assert by_id[G.edge_id(kept[0])]["dashes"] == [2, 4] and by_id[G.edge_id(kept[1])]["dashes"] is False
-    assert "offline" in by_id[G.edge_id(kept[0])]["tip"]
-    assert any(i["text"] == G.SCORER_LABELS["offline"] for i in G.legend_items(t, view))
-    # an offline run: every edge scored offline, none dotted (nothing to tell apart), one legend note
-    plain = G.graph_view(trace, "kept graph")
-    edges = G.vis_network_data(trace, plain)["edges"]
-    assert {e["scorer"] for e in edges} == {"offline"} and not any(e.get("dashes") == [2, 4] for e in edges)
-    assert [i["text"] for i in G.legend_items(trace, plain) if "scored" in i["text"]] == [
-        "all edges " + G.SCORER_LABELS["offline"]]
-
-
 def _inspector_app(trace, citing, cited):
     import sys
 
@@ -395,23 +273,22 @@ def test_library_papers_marked_on_graph_legend_tooltip_and_inspector(budget_then
 
     _, trace = budget_then_trace
     view = G.graph_view(trace, "everything", show_pruned=True)
-    plain = G.vis_network_data(trace, view)
-    assert not any(n["mine"] for n in plain["nodes"])
+    positions = {p: (0.0, 0.0) for p in view.nodes}
+    plain = G.draw_nodes(trace, view, positions)
+    assert not any(n["mine"] for n in plain)
     assert all(i["kind"] != "mine" for i in G.legend_items(trace, view))
     t = copy.deepcopy(trace)
     mine = {"h002", "h003"}
     for n in t.nodes:
         n.in_library = n.paper.id in mine
-    data = G.vis_network_data(t, view)
-    by_id = {n["id"]: n for n in data["nodes"]}
+    by_id = {n["id"]: n for n in G.draw_nodes(t, view, positions)}
     assert {pid for pid, n in by_id.items() if n["mine"]} == mine
     for pid, n in by_id.items():
-        role_colour = D.ROLE_COLOURS[D.node_role(t.node(pid))]
+        assert n["colour"] == D.ROLE_COLOURS[D.node_role(t.node(pid))]
         if pid in mine:
-            assert n["color"]["background"] == role_colour and n["color"]["border"] == G.LIBRARY_BORDER
-            assert n["borderWidth"] > 1 and n["tip"].splitlines()[-2] == G.LIBRARY_LABEL
+            assert n["border"] == G.LIBRARY_BORDER and n["tip"].splitlines()[-2] == G.LIBRARY_LABEL
         else:
-            assert n["color"] == role_colour and "borderWidth" not in n and G.LIBRARY_LABEL not in n["tip"]
+            assert n["border"] == "#ffffff" and G.LIBRARY_LABEL not in n["tip"]
     legend = G.legend_items(t, view)
     assert {"kind": "mine", "colour": G.LIBRARY_BORDER, "text": G.LIBRARY_LABEL} in legend
     # a seed that came only from the library (origin sub-query index -1) says so, not "sub-query 0"
@@ -420,7 +297,6 @@ def test_library_papers_marked_on_graph_legend_tooltip_and_inspector(budget_then
         o.subquery_index = -1
     tip = G.node_tooltip(t.node("h003"), G.seed_subqueries(t)["h003"])
     assert "(your library)" in tip.splitlines()[2] and "sub-quer" not in tip
-    assert G.node_groups(t, ["h003"], [])["h003"] == G.LIBRARY_GROUP
     for pid, expected in (("h003", True), ("h001", False)):
         at = AppTest.from_function(_node_inspector_app, args=(t, pid), default_timeout=60)
         at.run()

@@ -48,9 +48,11 @@ def test_html_is_self_contained_and_escaped(hostile_trace):
     assert page.count(vis_js) == 1
     ours = page.replace(vis_js, "")  # vis-network's own code holds a "<script>" string literal
     assert HOSTILE_TITLE in {n["title"] for n in export_data(hostile_trace)["nodes"].values()}
-    # the only script elements are ours: the data block, vis-network and the page script
+    # the only script elements are ours: the data block, vis-network, the graph script and the page script
     assert re.findall(r"<script[^>]*>", ours) == ['<script type="application/json" id="crase-data">', "<script>",
-                                                  "<script>"]
+                                                  "<script>", "<script>"]
+    graph_js = (graph_component_dir() / "graph_core.js").read_text(encoding="utf-8")
+    assert page.count(graph_js) == 1  # the app's own graph script, inlined
     assert "alert('xss')" not in ours.replace("\\u003cscript\\u003ealert('xss')\\u003c/script\\u003e", "")
     assert "javascript:" not in page.split('id="crase-data">')[1].split("</script>")[0].replace(
         "[links](javascript:alert(1))", "")  # the hostile title's text only, never a link
@@ -114,28 +116,29 @@ def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_
         assert [u for u in requests if not u.startswith("file:")] == []
         # the hostile title is text, not markup
         assert page.locator("ol#results").inner_text().count("<script>alert('xss')</script>") == 1
-        assert page.evaluate("document.querySelectorAll('script').length") == 3
-        shown = page.evaluate("window.craseExport.edges.getIds()")
-        assert shown
-        # click the midpoint of every drawn edge whose midpoint is clear of nodes; the panel opens that edge
-        positions = page.evaluate("""() => { const n = window.craseExport.network; const out = {};
-            window.craseExport.edges.get().forEach(e => { const p = n.getPositions([e.from, e.to]);
-              const a = n.canvasToDOM(p[e.from]), b = n.canvasToDOM(p[e.to]);
-              out[e.id] = {from: e.from, to: e.to, x: (a.x + b.x) / 2, y: (a.y + b.y) / 2}; }); return out; }""")
-        box = page.locator("#graph").bounding_box()
+        assert page.evaluate("document.querySelectorAll('script').length") == 4
+        # click the midpoint of every drawn edge the reference geometry says is nearest there; the panel opens it
+        from crase_core.graph_views import arc_midpoint, drawn_curve, pointed_items
+
+        geo = page.evaluate("() => window.craseExport.graph.geometry()")
+        box = page.evaluate("() => { const r = window.craseExport.graph.canvas.getBoundingClientRect();"
+                            " return {x: r.left, y: r.top, w: r.width, h: r.height}; }")
+        nodes = [(n["id"], n["x"], n["y"], n["r"]) for n in geo["nodes"]]
+        at = {n["id"]: n for n in geo["nodes"]}
+        curves = [(e["id"], drawn_curve((at[e["from"]]["x"], at[e["from"]]["y"]), (at[e["to"]]["x"], at[e["to"]]["y"]),
+                                        e["bend"], at[e["from"]]["r"], at[e["to"]]["r"]), e["width"]) for e in geo["edges"]]
         clicked = 0
-        for eid, p in positions.items():
-            # the midpoint and the points 2 px around it (a click lands on whole pixels) hit this edge alone
-            hits = page.evaluate("([x, y]) => { const n = window.craseExport.network; const out = [];"
-                                 "for (const dx of [-2, 0, 2]) for (const dy of [-2, 0, 2]) {"
-                                 "const q = {x: x + dx, y: y + dy};"
-                                 "out.push([n.getNodeAt(q) ?? null, n.getEdgeAt(q) ?? null]); } return out; }",
-                                 [p["x"], p["y"]])
-            if any(h[0] is not None or h[1] != eid for h in hits):
-                continue  # the midpoint lies on or next to a node or another edge: not a clean click
-            page.mouse.click(box["x"] + p["x"], box["y"] + p["y"])
-            assert page.locator("#panel").get_attribute("data-edge") == f"{p['from']}->{p['to']}"
-            edge = hostile_trace.edge(p["from"], p["to"])
+        for eid, pts, _ in curves:
+            if not pts:
+                continue
+            m = arc_midpoint(pts)
+            items = pointed_items(m, nodes, curves)
+            if not items or items[0][1:] != ("edge", eid) or (len(items) > 1 and items[1][0] < items[0][0] + 1):
+                continue  # another item is as near: not a clean click
+            page.mouse.click(box["x"] + m[0], box["y"] + m[1])
+            u, v = eid.split("->")
+            assert page.locator("#panel").get_attribute("data-edge") == eid
+            edge = hostile_trace.edge(u, v)
             assert page.locator("#decision").inner_text().endswith(edge.decision)
             rows = page.locator("#matrix tr")
             assert rows.count() == len(edge.matrix) + 1

@@ -54,17 +54,18 @@ def _graph_frame(page: Page) -> Frame:
 
 FIND_EDGE_JS = """
 () => {
-  const g = window.craseGraph, net = g.network, pos = net.getPositions();
-  const box = document.getElementById('graph').getBoundingClientRect();
-  for (const id of g.edges.getIds()) {
-    const e = g.edges.get(id);
+  const g = window.craseGraph, geo = g.geometry(), box = g.canvas.getBoundingClientRect();
+  const at = Object.fromEntries(geo.nodes.map(n => [n.id, n]));
+  for (const e of geo.edges) {
     if (!e.kept) continue;
-    const a = pos[e.from], b = pos[e.to];
+    const a = at[e.from], b = at[e.to], dx = b.x - a.x, dy = b.y - a.y;
+    const c = {x: (a.x + b.x) / 2 + e.bend * dy, y: (a.y + b.y) / 2 - e.bend * dx};  // the drawn curve's control point
     for (const t of [0.5, 0.42, 0.58, 0.35, 0.65]) {
-      const d = net.canvasToDOM({x: a.x + (b.x - a.x) * t, y: a.y + (b.y - a.y) * t});
+      const d = {x: (1 - t) ** 2 * a.x + 2 * (1 - t) * t * c.x + t * t * b.x, y: (1 - t) ** 2 * a.y + 2 * (1 - t) * t * c.y + t * t * b.y};
       if (d.x < 5 || d.y < 5 || d.x > box.width - 5 || d.y > box.height - 5) continue;
-      if (net.getNodeAt(d) === undefined && net.getEdgeAt(d) === id) {
-        return {id: id, from: String(e.from), to: String(e.to), x: box.left + d.x, y: box.top + d.y};
+      const hit = g.hitTest(d);
+      if (hit && hit.kind === 'edge' && hit.id === e.id) {
+        return {id: e.id, from: String(e.from), to: String(e.to), x: box.left + d.x, y: box.top + d.y};
       }
     }
   }

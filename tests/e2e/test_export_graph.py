@@ -1,0 +1,111 @@
+"""The HTML export's evidence graph in a real browser (from disk, network off), on the first demo query.
+
+The export draws the app's views from the same view model with the same script: 20 random kept-edge
+midpoints and 20 random papers of its default view (seeded) — the highlighted item is the one nearest the
+pointer, its tooltip shows, and a click there opens exactly it in the export's inspector; every view
+(timeline, clusters, focus, the wider selection, pruned edges shown) draws, labelled; screenshots at
+1440×900 and 1920×1080 go to ``artifacts/screenshots`` (or ``$CRASE_SCREENSHOT_DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from e2e_support import ROOT, SHOTS, skip_without_browser
+
+skip_without_browser()
+
+from pointing import point_and_click, targets  # noqa: E402
+
+from crase_core.graph_views import run_view  # noqa: E402
+from crase_core.html_export import to_html  # noqa: E402
+
+DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
+GRAPH = "window.craseExport.graph"
+SEED = 26
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, chromium, hepth_engine):
+    """(page, trace) — the demo run exported and opened from disk in a context with the network off."""
+    from crase_core.pipeline import run_query
+
+    trace = run_query(DEMO["query"], hepth_engine)
+    path = tmp_path_factory.mktemp("export") / "run.html"
+    path.write_text(to_html(trace), encoding="utf-8")
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, offline=True)
+    requests: list[str] = []
+    context.route("**/*", lambda r: (requests.append(r.request.url),
+                                     r.continue_() if r.request.url.startswith("file:") else r.abort()))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.craseExport && window.craseExport.ready", timeout=60_000)
+    yield page, trace
+    assert errors == [] and [u for u in requests if not u.startswith("file:")] == []
+    context.close()
+
+
+def show(page, layout: str, papers: str = "top", pruned: bool = False) -> None:
+    page.locator(f"[data-view='{layout}']").click()
+    if layout != "focus":
+        page.select_option("#papers", papers)
+    if page.locator("#showPruned").is_checked() != pruned:
+        page.locator("#showPruned").click()
+    key = f"{layout}|" + ("" if layout == "focus" else papers)
+    page.wait_for_function("k => window.craseExport.graph.key.startsWith(k) && window.craseExport.graph.ready",
+                           arg=key, timeout=30_000)
+    page.mouse.move(2, 2)
+
+
+def test_the_default_view_is_the_apps(exported):
+    """Timeline of the top 20 and their trails: the same papers at the same places as the app's view model."""
+    page, trace = exported
+    show(page, "timeline")
+    want = run_view(trace, "timeline")
+    got = page.evaluate(f"() => {GRAPH}.geometry()")
+    assert sorted(n["id"] for n in got["nodes"]) == sorted(n["id"] for n in want.nodes)
+    at = {n["id"]: (n["x"], n["y"]) for n in want.nodes}
+    assert all((n["cx"], n["cy"]) == pytest.approx(at[n["id"]], abs=0.05) for n in got["nodes"])
+    assert {e["id"]: e["bend"] for e in got["edges"]} == {e["id"]: e["bend"] for e in want.edges}
+    drawn = [b for b in page.evaluate(f"() => {GRAPH}.labels") if not b["caption"]]
+    assert len(drawn) >= 15
+
+
+def test_hover_and_click_name_the_same_item_at_random_edges_and_papers(exported):
+    page, trace = exported
+    show(page, "timeline")
+
+    def opened(click: dict) -> None:
+        attr = "data-edge" if click["kind"] == "edge" else "data-node"
+        assert page.locator("#panel").get_attribute(attr) == click["id"]
+        if click["kind"] == "edge":
+            edge = trace.edge(click["citing"], click["cited"])
+            assert page.locator("#decision").inner_text().endswith(edge.decision)
+
+    done = [point_and_click(page, page, GRAPH, (0.0, 0.0), t, opened) for t in targets(page, GRAPH, 20, 20, SEED)]
+    assert len(done) == 40
+    edge_self = sum((r["click"]["kind"], r["click"]["id"]) == ("edge", r["target"].id) for r in done[:20])
+    assert edge_self >= 17
+    page.screenshot(path=str(SHOTS / "export_1440x900_edge_selected.png"))
+
+
+def test_every_view_draws_at_both_sizes(exported):
+    page, trace = exported
+    for w, h in ((1440, 900), (1920, 1080)):
+        page.set_viewport_size({"width": w, "height": h})
+        for layout, papers, pruned in (("timeline", "top", False), ("clusters", "top", False), ("focus", "top", False),
+                                       ("timeline", "wide", False), ("clusters", "top", True)):
+            show(page, layout, papers, pruned)
+            n = page.evaluate(f"() => {GRAPH}.nodes.getIds().length")
+            labels = page.evaluate(f"() => {GRAPH}.labels")
+            assert n > 0 and len([b for b in labels if not b["caption"]]) >= min(10, n)
+            if layout == "clusters":
+                assert len([b for b in labels if b["caption"]]) >= 2
+            if layout == "focus":
+                assert any(b.get("heading") for b in labels)
+            name = f"export_{w}x{h}_{layout}" + ("_wide" if papers == "wide" else "") + ("_pruned" if pruned else "")
+            page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1440, "height": 900})
