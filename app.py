@@ -181,13 +181,13 @@ def result_card(trace, r, paper, help_text: str) -> None:
         st.caption(f"Why it is here: {md_escape(r.reason)}  \n"
                    + (f"Why this rank: {why}" if why else f"Score: {md_escape(score_sentence(trace, r))}"),
                    help=help_text)
+        if r.score_parts:
+            with st.expander("Why this rank: the score's parts"):
+                why_details(trace, r)
         with st.container(horizontal=True, vertical_alignment="top", horizontal_alignment="right", gap="small"):
             if paper.abstract:
                 with st.expander("Abstract", width="stretch"):
                     st.markdown(md_escape(paper.abstract))
-            if r.score_parts:
-                with st.expander("Why this rank", width="stretch"):
-                    why_details(trace, r)
             if st.button("Inspect", key=f"inspect_{r.paper_id}", width="content", icon=":material/hub:",
                          help="Open this paper in the Evidence graph: its edges, claims and evidence trail."):
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}

@@ -41,31 +41,43 @@ def _path_text(trace: RunTrace, path: PathShare) -> str:
     return " ".join(steps)
 
 
+def _share(value: float, score: float) -> str:
+    return f"{value / score:.1%}" if score else "–"
+
+
 def parts_markdown(trace: RunTrace, r: RankedPaper, limit: int | None = None) -> str:
-    """The parts as a markdown table (term | part | value | share of the score), the strongest paths of each
-    walk part below it; ``limit``: the largest parts only, the rest summed in one row."""
+    """The parts as a markdown table grouped by fusion term: a bold row per term (its formula with its numbers,
+    its value and share of the score), then its parts, each walk part followed by its strongest paths;
+    ``limit``: the largest parts only, the rest summed in one row."""
     parts: Sequence[ScorePart] = r.score_parts
     if limit is not None and len(parts) > limit:
         top = sorted(parts, key=lambda p: -abs(p.value))[:limit]
         rest = [p for p in parts if p not in top]
-        parts = [p for p in parts if p in top] + [ScorePart(f"{len(rest)} smaller parts", sum(p.value for p in rest))]
-    lines = ["| term | part | value | share |", "|---|---|---:|---:|"]
+        parts = [p for p in parts if p in top] + [ScorePart(f"{len(rest)} smaller parts", sum(p.value for p in rest),
+                                                            term="", signal="", component=f"{len(rest)} smaller parts")]
+    lines = ["| part | value | share |", "|---|---:|---:|"]
+    term: str | None = None
     for p in parts:
+        if p.term and p.term != term:
+            term = p.term
+            value = sum(x.value for x in r.score_parts if x.term == term)
+            name = p.part.split(" · ")[0]
+            lines.append(f"| **{md_escape(name)}** — {md_escape(term)} | **{value:.5f}** | **{_share(value, r.score)}** |")
         what = (source_words(trace, p.component, p.source) if p.signal == "walk" and p.source else p.component) or p.part
-        term = p.part.split(" · ")[0] if " · " in p.part else ""
-        share = f"{p.value / r.score:.1%}" if r.score else "–"
-        lines.append(f"| {md_escape(term)} | {md_escape(what)} | {p.value:.5f} | {share} |")
+        if p.signal == "walk" and p.source:
+            what = f"{walk_label(trace)} from {what}"
+        elif p.signal == "text":
+            what = f"text match: {what}"
+        lines.append(f"| {md_escape(what)} | {p.value:.5f} | {_share(p.value, r.score)} |")
         for path in p.paths:
-            lines.append(f"| | ↳ path {md_escape(_path_text(trace, path))} | {path.value:.5f} | |")
+            lines.append(f"| &nbsp;&nbsp;↳ path {md_escape(_path_text(trace, path))} | {path.value:.5f} | |")
     total = sum(p.value for p in r.score_parts)
-    lines.append(f"| | **sum of the parts** | **{total:.5f}** | score {r.score:.5f} |")
+    lines.append(f"| **sum of the parts** (the score is {r.score:.5f}) | **{total:.5f}** | |")
     return "\n".join(lines)
 
 
-def terms_markdown(r: RankedPaper) -> str:
-    """Each fusion term's formula with its numbers, one bullet each (escaped)."""
-    seen = dict.fromkeys(p.term for p in r.score_parts if p.term)
-    return "\n".join(f"- {md_escape(t)}" for t in seen)
+def walk_label(trace: RunTrace) -> str:
+    return f"walk ({trace.ranking.ranker.upper()})"
 
 
 def why_details(trace: RunTrace, r: RankedPaper) -> None:
@@ -75,8 +87,7 @@ def why_details(trace: RunTrace, r: RankedPaper) -> None:
         return
     st.markdown(parts_markdown(trace, r))
     st.caption("→ cites · ⇠ back along a citation to another paper citing the same one (SALSA's step). "
-               "A path's value is its exact term of the walk's sum over paths.")
-    st.markdown(terms_markdown(r))
+               "A path's value is its exact term of the walk's sum over paths. " + WHY_HELP)
 
 
 def why_block(trace: RunTrace, pid: str) -> None:
@@ -87,4 +98,3 @@ def why_block(trace: RunTrace, pid: str) -> None:
     st.markdown(f"**Why rank {r.rank}:** {why_caption(trace, r)}", help=WHY_HELP)
     with st.expander("Score parts"):
         st.markdown(parts_markdown(trace, r, limit=8))
-        st.markdown(terms_markdown(r))

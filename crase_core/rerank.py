@@ -168,8 +168,9 @@ def apply_edge_verdict(e: EdgeRecord, v: EdgeVerdict) -> AppliedVerdict:
     return applied
 
 
-def refate(trace: RunTrace) -> set[str]:
-    """Decide every node's and seed's fate again from the trace's edges (stage 2c's rules); the kept node ids."""
+def refate(trace: RunTrace, audited: Iterable[tuple[str, str]] = ()) -> set[str]:
+    """Decide every node's and seed's fate again from the trace's edges (stage 2c's rules); the kept node ids.
+    A seed pruned with edges that ``audited`` names (pruned by an auditor) says so."""
     ids = [n.paper.id for n in trace.nodes]
     alive = surviving_nodes(ids, trace.edges) | {n.paper.id for n in trace.nodes if n.role == "text"}
     degree: Counter[str] = Counter()
@@ -184,6 +185,15 @@ def refate(trace: RunTrace) -> set[str]:
         if not n.kept:
             n.score, n.rank = 0.0, None
     decide_seed_fates(trace.seeds, alive, degree, kept_degree, trace.settings.tau)
+    by_auditor: Counter[str] = Counter()
+    pruned_by_auditor = set(audited)
+    for e in trace.edges:
+        if not e.kept and (e.citing, e.cited) in pruned_by_auditor:
+            by_auditor.update((e.citing, e.cited))
+    for seed in trace.seeds:
+        if seed.fate == "pruned" and by_auditor[seed.paper_id]:
+            seed.fate_reason = (f"pruned: all {degree[seed.paper_id]} of its edges are pruned, "
+                                f"{by_auditor[seed.paper_id]} of them by an auditor's verdict")
     return alive
 
 
@@ -224,7 +234,7 @@ def apply_verdicts(trace: RunTrace, verdicts: Sequence[EdgeVerdict], now: _dt.da
         if e is None:
             raise InputError(f"the run has no edge {printable(v.citing)} → {printable(v.cited)}")
         applied.append(apply_edge_verdict(e, v))
-    notes = rerank_trace(child, refate(child))
+    notes = rerank_trace(child, refate(child, [(a.citing, a.cited) for a in applied if not a.keep]))
     changed = sum(a.keep != a.was_kept for a in applied)
     child.warnings = [w for w in trace.warnings if not is_ranking_note(w)] + notes + [
         f"re-ranked from run {trace.run_id or '(unnamed)'} with {len(applied)} auditor verdict(s) applied "

@@ -124,7 +124,8 @@ def why_line(trace: RunTrace, result: RankedPaper) -> str:
     for signal, value in signal_totals(parts).items():
         if signal == "walk":
             top = component_totals(parts, "walk")
-            lead = f"; largest: {source_words(trace, top[0][0], top[0][2])} {_pct(top[0][1], score)}" if top else ""
+            lead = (f"; largest source: {source_words(trace, top[0][0], top[0][2])} {_pct(top[0][1], score)}"
+                    if top and top[0][2] is not None and value >= 0.1 * score else "")
             pieces.append(f"{_pct(value, score)} walk ({trace.ranking.ranker.upper()}{lead})")
         elif signal == "text":
             inner = ", ".join(f"{c} {_pct(v, score)}" for c, v, _ in component_totals(parts, "text")[:4])
