@@ -42,7 +42,7 @@ st.markdown("""<style>
 </style>""", unsafe_allow_html=True)  # static CSS only, no user text
 store = audit_store()
 auditor = st.session_state.get("auditor", "").strip()
-SCORER_NAMES = {"model": "the model", "offline": "the lexical scorer (word overlap)"}
+SCORER_NAMES = {"model": "the model", "offline": "offline (lexical fallback)"}
 
 
 def blind_judgement(trace, e, auditor: str) -> None:

@@ -174,14 +174,22 @@ def test_why_view_and_ranking_page(app_run):
 
 
 def test_verdict_apply_rerank_flow(app_run):
-    """Prune the queue edge whose pruning moves papers most; apply; the saved child run is the library's."""
+    """A blind verdict recorded on the page (prune a queue edge) and one recorded before (prune an edge into a
+    top result, so that papers move); apply: the saved child run is exactly the library's re-rank."""
+    from crase_core.audit import AuditStore
+
     _, runs_dir, trace, page = app_run
     queue = audit_queue(trace.edges, QUEUE, trace.run_id)[:VISIBLE_ROWS]
-    kept = [(i, e) for i, e in enumerate(queue) if e.kept]
-    assert kept, "no kept edge on screen in the queue"
-    moves = {i: rank_changes(trace, apply_verdicts(trace, [EdgeVerdict(e.citing, e.cited, False)])) for i, e in kept}
-    row = max(moves, key=lambda i: (len(moves[i]), -i))
+    row = next((i for i, e in enumerate(queue) if e.kept), 0)
     edge = queue[row]
+    top = {r.paper_id for r in trace.results[:3]}
+    candidates = sorted((e for e in trace.edges if e.kept and e.cited in top and e is not edge),
+                        key=lambda e: -e.weight)[:8]
+    assert candidates, "no kept edge into the top results"
+    impact = max(candidates, key=lambda e: len(rank_changes(trace, apply_verdicts(
+        trace, [EdgeVerdict(e.citing, e.cited, False)]))))
+    AuditStore(runs_dir / "audit.sqlite").record(trace.run_id, impact.citing, impact.cited, "flow-auditor",
+                                                  "disagree", True)
     before = {p.name for p in _saved(runs_dir)}
     _open_audit(page, "flow-auditor")
     _judge_row(page, row, keep=False)
@@ -198,14 +206,14 @@ def test_verdict_apply_rerank_flow(app_run):
     assert len(new) == 1, new
     child = trace_io.load(new[0])
     assert child.parent_run_id == trace.run_id
-    assert [(a.citing, a.cited, a.keep, a.was_kept) for a in child.applied_verdicts] == [
-        (edge.citing, edge.cited, False, True)]
-    assert child.applied_verdicts[0].auditors == ["flow-auditor"]
-    assert not child.edge(edge.citing, edge.cited).kept and child.counters.model_calls == 0
-    expected = apply_verdicts(trace, [EdgeVerdict(edge.citing, edge.cited, False)])
+    judged = {(impact.citing, impact.cited), (edge.citing, edge.cited)}
+    assert {(a.citing, a.cited) for a in child.applied_verdicts} == judged
+    assert all(not a.keep and a.auditors == ["flow-auditor"] for a in child.applied_verdicts)
+    assert all(not child.edge(*e).kept for e in judged) and child.counters.model_calls == 0
+    expected = apply_verdicts(trace, [EdgeVerdict(c, d, False) for c, d in sorted(judged)])
     assert [(r.paper_id, r.score) for r in child.results] == [(r.paper_id, r.score) for r in expected.results]
     changes = rank_changes(trace, child)
-    assert changes == moves[row] and changes  # some paper moved, as computed
+    assert changes == rank_changes(trace, expected) and changes  # papers moved, as the library computes
     assert f"{len(changes)} paper(s) of either answer moved" in message.inner_text()
 
     page.get_by_role("link", name="Runs").click()
