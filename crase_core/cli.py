@@ -27,6 +27,7 @@ from .evaluation.cli import add_eval_parser
 from .pipeline import StageEvent, model_mostly_failed, run_query
 from .redaction import install_log_filter
 from .runtime import build_engine
+from .score_words import why_line
 from .stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from .terminal import printable
 from .trace import RunTrace
@@ -91,6 +92,9 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         if authors:
             lines.append("       " + textwrap.shorten(authors, width=width - 7, placeholder="…"))
         lines.append("       " + textwrap.shorten(f"why: {printable(r.reason)}", width=width - 7, placeholder="…"))
+        if r.score_parts:  # what the score is made of (crase show --why: every part)
+            lines.append("       " + textwrap.shorten(f"rank: {printable(why_line(trace, r))}", width=width - 7,
+                                                      placeholder="…"))
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters

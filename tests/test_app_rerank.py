@@ -143,3 +143,17 @@ def test_audit_page_shows_agreement_and_kappa_between_auditors(app_env):
         assert list(pairs["agreement"]) == ["75.0%"] and list(pairs["Cohen's κ"]) == ["0.500"]
     by_scorer = _frame(at, "scored by")
     assert all(name == "the model" or "lexical" in name for name in by_scorer["scored by"])
+
+
+def test_node_inspector_says_why_this_rank(app_env):
+    from crase_app.why import why_caption
+
+    at = _searched()
+    trace = at.session_state["trace"]
+    first = trace.results[0]
+    at.session_state["selected"] = {"kind": "node", "id": first.paper_id}
+    at.switch_page("app_pages/1_Evidence_graph.py").run()
+    assert not at.exception
+    assert f"**Why rank 1:** {why_caption(trace, first)}" in [m.value for m in at.markdown]
+    parts = next(e for e in at.expander if e.label == "Score parts")
+    assert any("sum of the parts" in m.value for m in parts.markdown)

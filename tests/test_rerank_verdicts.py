@@ -260,3 +260,11 @@ def test_crase_show_why_on_an_old_trace_and_an_unknown_paper(tmp_path, capsys, d
     unranked = next(n for n in default_run.nodes if n.paper.id not in {r.paper_id for r in default_run.results})
     code, _, err = _crase(capsys, "show", path, "--why", unranked.paper.id)
     assert code == 2 and "is not among the run's" in err
+
+
+def test_crase_show_says_what_each_score_is_made_of(tmp_path, capsys, default_run):
+    run = trace_io.save(default_run, tmp_path / "t.json")
+    code, out, _ = _crase(capsys, "show", run, "--k", "3")
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if ln.startswith("       rank: score ")]
+    assert [ln.split(" = ")[0] for ln in lines] == [f"       rank: score {r.score:.4f}" for r in default_run.results[:3]]
