@@ -32,6 +32,7 @@ from crase_app.shared import (
     trace_notice,
     trace_problem,
 )
+from crase_app.why import why_caption, why_details
 from crase_core import export
 from crase_core.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.errors import CraseError
@@ -176,8 +177,13 @@ def result_card(trace, r, paper, help_text: str) -> None:
         link = result_link(paper)
         st.markdown(f"**{r.rank}. {md_escape(paper.title)}** · {paper.year or 'n.d.'}{mine} · score {r.score:.4f}  \n"
                     f"{md_escape(authors_line(list(paper.authors)))}" + (f" · {link}" if link else ""))
-        st.caption(f"Why it is here: {md_escape(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}",
+        why = why_caption(trace, r)
+        st.caption(f"Why it is here: {md_escape(r.reason)}  \n"
+                   + (f"Why this rank: {why}" if why else f"Score: {md_escape(score_sentence(trace, r))}"),
                    help=help_text)
+        if r.score_parts:
+            with st.expander("Why this rank: the score's parts"):
+                why_details(trace, r)
         with st.container(horizontal=True, vertical_alignment="top", horizontal_alignment="right", gap="small"):
             if paper.abstract:
                 with st.expander("Abstract", width="stretch"):

@@ -43,11 +43,28 @@ runs = guarded(store.list, "Could not list the saved runs") or []
 readable = [r for r in runs if not r.error]
 damaged = [r for r in runs if r.error]
 st.markdown(f"#### Saved runs ({len(readable)})")
+by_id = {r.run_id: r for r in readable}
+
+
+def _when(r) -> str:
+    return r.created_at.replace("T", " ")[:19]
+
+
+def _parent(r) -> str:
+    """Where a re-ranked run comes from: its parent's time and id (or that the parent is no longer saved)."""
+    if not r.parent_run_id:
+        return ""
+    parent = by_id.get(r.parent_run_id)
+    return (f"{_when(parent)} · {r.parent_run_id[:10]}" if parent is not None
+            else f"{r.parent_run_id[:10]} (not saved here)") + f" + {r.verdicts_applied} verdict(s)"
+
+
 if readable:
     df = pd.DataFrame([{
-        "created": r.created_at.replace("T", " ")[:19], "query": r.query, "results": r.counts.get("results"),
+        "created": _when(r), "query": r.query, "results": r.counts.get("results"),
         "seeds kept": f"{r.counts.get('seeds_kept', 0)}/{r.counts.get('seeds', 0)}",
         "edges kept": f"{r.counts.get('edges_kept', 0):,}/{r.counts.get('edges', 0):,}",
+        "re-ranked from": _parent(r),
         "source": r.source, "backend": r.backend, "size": f"{r.size_bytes / 1e6:.1f} MB", "name": r.name,
     } for r in readable])
     ev = st.dataframe(df, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
@@ -65,6 +82,41 @@ if readable:
             st.rerun()
 else:
     st.caption("No saved runs yet: every query you run on the Search page is saved here.")
+
+
+def lineage_lines(runs) -> list[str]:
+    """Every run that has re-ranked children, as a markdown tree: parent → children (→ grandchildren …)."""
+    children: dict[str, list] = {}
+    for r in runs:
+        if r.parent_run_id:
+            children.setdefault(r.parent_run_id, []).append(r)
+    lines: list[str] = []
+
+    def walk(run_id: str, depth: int, seen: set[str]) -> None:
+        for child in sorted(children.get(run_id, []), key=lambda x: x.created_at):
+            if child.run_id in seen:  # a crafted sidecar could name a cycle
+                continue
+            lines.append("  " * depth + f"- → {md_escape(_when(child))} · run {code(child.run_id[:16])} · "
+                         f"{child.verdicts_applied} verdict(s) applied · edges kept "
+                         f"{child.counts.get('edges_kept', 0):,}/{child.counts.get('edges', 0):,}")
+            walk(child.run_id, depth + 1, seen | {child.run_id})
+
+    roots = [r for r in runs if r.run_id in children and (not r.parent_run_id or r.parent_run_id not in by_id)]
+    orphans = [pid for pid in children if pid not in by_id]
+    for r in sorted(roots, key=lambda x: x.created_at, reverse=True):
+        lines.append(f"- {md_escape(_when(r))} · run {code(r.run_id[:16])} · {md_escape(r.query)}")
+        walk(r.run_id, 1, {r.run_id})
+    for pid in orphans:
+        lines.append(f"- run {code(pid[:16])} (no longer saved here)")
+        walk(pid, 1, {pid})
+    return lines
+
+
+lineage = lineage_lines(readable)
+if lineage:
+    st.markdown("#### Lineage", help="Runs re-ranked from another run with auditors' verdicts (the Audit page's "
+                "“apply my verdicts”, or `crase rerank`), under the run they came from.")
+    st.markdown("\n".join(lineage))
 if damaged:
     with st.expander(f"{len(damaged)} file(s) in the runs folder cannot be read", expanded=False,
                      icon=":material/warning:"):

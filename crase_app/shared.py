@@ -30,6 +30,7 @@ from crase_app.display import (
     tex_markdown,
     tex_plain,
 )
+from crase_app.why import why_block
 from crase_core import export
 from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
@@ -579,6 +580,7 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
     result = next((r for r in trace.results if r.paper_id == pid), None)
     if result:
         st.markdown(f"**Why it is here:** {md_escape(result.reason)}")
+        why_block(trace, pid)
     if p.abstract:
         with st.expander("Abstract"):
             st.markdown(tex_markdown(p.abstract))

@@ -12,7 +12,11 @@ Measures (Crase paper, Table 5), computed by :func:`summarize`:
 * retained-edge precision — among labelled edges the pipeline kept, share the majority would keep;
 * pruned-edge correctness — among labelled edges the pipeline pruned, share the majority would prune;
 * unanimous — among edges with ≥ 2 auditors, share where all auditors agree;
-* Fleiss' κ — over edges with ≥ 2 auditors, categories keep / prune (:func:`fleiss_kappa`).
+* Fleiss' κ — over edges with ≥ 2 auditors, categories keep / prune (:func:`fleiss_kappa`);
+* per pair of auditors, agreement and Cohen's κ over the edges both judged (:func:`pairwise_agreement`).
+
+The measures split by who scored each edge (model or lexical scorer) with :func:`summarize_by_scorer`;
+:func:`human_decisions` turns verdicts into keep / prune decisions that :mod:`crase_core.rerank` applies.
 
 :class:`AuditStore` is the only part with side effects (one SQLite file).
 """
@@ -24,6 +28,7 @@ import datetime as _dt
 import io
 import logging
 import os
+import random
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -332,3 +337,109 @@ class AuditStore:
             if v.citing == citing and v.cited == cited:
                 return v
         return None
+
+
+# ---- the audit queue, auditor pairs, verdicts as decisions ---------------------------------------------------
+def audit_queue(edges: Sequence[Any], n: int, seed: str) -> list[Any]:
+    """A fixed random sample of at most ``n`` edges, half kept and half pruned where the run has both
+    (the other kind fills the rest), shuffled; the same ``seed`` (the run id) gives the same queue. Pure."""
+    rng = random.Random(seed)
+    kept = [e for e in edges if e.kept]
+    pruned = [e for e in edges if not e.kept]
+    take_kept = min(len(kept), n // 2)
+    queue = rng.sample(kept, take_kept) + rng.sample(pruned, min(len(pruned), n - take_kept))
+    rng.shuffle(queue)
+    return queue
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
+    """Cohen's κ of two raters' keep (True) / prune (False) judgements of the same items:
+    κ = (p_o − p_e) / (1 − p_e), p_o the share of items they agree on, p_e = Σ_c p_a(c)·p_b(c).
+    None when it is undefined (no item, or both raters put every item in one and the same category,
+    p_e = 1). :class:`InputError` when the two lists differ in length.
+
+    >>> cohen_kappa([True, True, False, False], [True, False, False, False])
+    0.5
+    """
+    if len(a) != len(b):
+        raise InputError("Cohen's κ needs the two raters' judgements of the same items")
+    n = len(a)
+    if n == 0:
+        return None
+    p_o = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    p_e = pa * pb + (1 - pa) * (1 - pb)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Two auditors over the edges both judged: how many, the share they agree on, Cohen's κ (None: undefined)."""
+
+    first: str
+    second: str
+    edges: int
+    agreement: float
+    kappa: float | None
+
+
+def pairwise_agreement(verdicts: Iterable[Verdict]) -> list[PairAgreement]:
+    """Every pair of auditors who judged at least one same edge (same run, citing, cited; each auditor's
+    latest verdict), with their agreement on keep / prune and Cohen's κ; pairs by name."""
+    latest: dict[tuple[str, str, str, str], Verdict] = {}
+    for v in verdicts:
+        latest[(v.auditor, v.run_id, v.citing, v.cited)] = v
+    by_auditor: dict[str, dict[tuple[str, str, str], bool]] = defaultdict(dict)
+    for (who, *edge), v in latest.items():
+        by_auditor[who][(edge[0], edge[1], edge[2])] = v.human_keep
+    names = sorted(by_auditor)
+    out = []
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            common = sorted(by_auditor[x].keys() & by_auditor[y].keys())
+            if not common:
+                continue
+            a = [by_auditor[x][e] for e in common]
+            b = [by_auditor[y][e] for e in common]
+            out.append(PairAgreement(x, y, len(common), sum(p == q for p, q in zip(a, b, strict=True)) / len(common),
+                                     cohen_kappa(a, b)))
+    return out
+
+
+@dataclass(frozen=True)
+class HumanDecision:
+    """The auditors' keep / prune judgement of one edge of one run (:func:`human_decisions`)."""
+
+    citing: str
+    cited: str
+    keep: bool
+    auditors: tuple[str, ...]
+    note: str
+
+
+def human_decisions(verdicts: Iterable[Verdict], run_id: str,
+                    auditor: str | None = None) -> tuple[list[HumanDecision], list[tuple[str, str]]]:
+    """(decisions, tied edges) from the verdicts on run ``run_id``: with ``auditor``, that auditor's own
+    judgements; without, the majority of every auditor's latest judgement per edge (a tie decides
+    nothing and is listed). In the order the edges were first judged."""
+    latest: dict[tuple[str, str, str], Verdict] = {}
+    for v in verdicts:
+        if v.run_id == run_id and (auditor is None or v.auditor == auditor):
+            latest[(v.citing, v.cited, v.auditor)] = v
+    per_edge: dict[tuple[str, str], list[Verdict]] = {}
+    for (citing, cited, _), v in latest.items():
+        per_edge.setdefault((citing, cited), []).append(v)
+    decisions, ties = [], []
+    for (citing, cited), vs in per_edge.items():
+        keep = sum(v.human_keep for v in vs)
+        prune = len(vs) - keep
+        if keep == prune:
+            ties.append((citing, cited))
+            continue
+        side = [v for v in vs if v.human_keep == (keep > prune)]
+        how = (f"{auditor}'s judgement" if auditor is not None
+               else f"majority of {len(vs)} auditor(s): {max(keep, prune)} to {min(keep, prune)}")
+        decisions.append(HumanDecision(citing, cited, keep > prune, tuple(sorted(v.auditor for v in side)), how))
+    return decisions, ties

@@ -1,4 +1,4 @@
-"""``crase`` command line: ``crase query "..."``, ``crase show trace.json``.
+"""``crase`` command line: ``crase query "..."``, ``crase show trace.json [--why ID]``, ``crase rerank``.
 
 Errors a user can act on print one line on stderr and exit with status 2;
 nothing prints a traceback unless ``--debug`` is given. When the reader of
@@ -27,6 +27,7 @@ from .evaluation.cli import add_eval_parser
 from .pipeline import StageEvent, model_mostly_failed, run_query
 from .redaction import install_log_filter
 from .runtime import build_engine
+from .score_words import why_line
 from .stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from .terminal import printable
 from .trace import RunTrace
@@ -91,6 +92,9 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         if authors:
             lines.append("       " + textwrap.shorten(authors, width=width - 7, placeholder="…"))
         lines.append("       " + textwrap.shorten(f"why: {printable(r.reason)}", width=width - 7, placeholder="…"))
+        if r.score_parts:  # what the score is made of (crase show --why: every part)
+            lines.append("       " + textwrap.shorten(f"rank: {printable(why_line(trace, r))}", width=width - 7,
+                                                      placeholder="…"))
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters
@@ -165,13 +169,63 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_why(trace: RunTrace, paper_id: str) -> str:
+    """``crase show --why``: the result's score parts in plain text (:func:`~crase_core.score_words.why_text`);
+    :class:`InputError` for a paper that is not among the run's results."""
+    from .score_words import why_text
+
+    result = next((r for r in trace.results if r.paper_id == paper_id), None)
+    if result is None:
+        try:
+            node = trace.node(paper_id)
+        except KeyError:
+            raise InputError(f"the run has no paper {printable(paper_id)!r} (the ids are those `crase show` prints "
+                             "after each title)") from None
+        where = f"its rank is {node.rank}" if node.rank else ("it was pruned" if not node.kept else "it is not ranked")
+        raise InputError(f"{printable(paper_id)} is not among the run's {len(trace.results)} results ({where}); "
+                         "score parts are recorded for the results only")
+    return "\n".join(printable(line) for line in why_text(trace, result))
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     trace = trace_io.load(args.trace)
+    if args.why is not None:
+        print(format_why(trace, args.why))
+        return 0
     print(format_trace(trace, args.k))
     if args.edges:
         print("\nEdges (citing → cited: decision):")
         for e in trace.edges:
             print(printable(f"  {e.citing} → {e.cited}: {e.decision}"))
+    return 0
+
+
+def cmd_rerank(args: argparse.Namespace) -> int:
+    from .rerank import EdgeVerdict, apply_verdicts, parse_edge, rank_changes
+
+    check_writable(args.json)
+    if args.json.exists() and args.trace.exists() and os.path.samefile(args.json, args.trace):
+        raise InputError(f"--json {args.json} is the run being re-ranked; write the new run to another file "
+                         "(the parent run is kept as it is)")
+    trace = trace_io.load(args.trace)
+    edges = [(e.citing, e.cited) for e in trace.edges]
+    verdicts = [EdgeVerdict(*parse_edge(text, edges), keep=False, note="crase rerank --prune") for text in args.prune]
+    verdicts += [EdgeVerdict(*parse_edge(text, edges), keep=True, note="crase rerank --keep") for text in args.keep]
+    child = apply_verdicts(trace, verdicts)
+    path = trace_io.save(child, args.json)
+    changed = [a for a in child.applied_verdicts if a.keep != a.was_kept]
+    print(printable(f"Re-ranked run {trace.run_id} with {len(verdicts)} verdict(s), {len(changed)} changing an "
+                    f"edge's decision; no claim or matrix recomputed ({child.counters.model_calls} model calls)."))
+    for a in child.applied_verdicts:
+        what = ("kept" if a.keep else "pruned") + ("" if a.keep != a.was_kept else " (already so)")
+        print(printable(f"  {a.citing} → {a.cited}: {what}"))
+    moves = rank_changes(trace, child)
+    print(f"{len(moves)} of the papers ranked in either run moved" + (":" if moves else "."))
+    for m in moves[: args.show]:
+        title = printable(child.node(m.paper_id).paper.title)
+        print(f"  {m.before or '–':>4} → {m.after or '–':<4} "
+              + textwrap.shorten(f"{title} — {printable(m.paper_id)}", width=86, placeholder="…"))
+    print(f"\nNew run {child.run_id} (parent {printable(trace.run_id)}) written to {path}")
     return 0
 
 
@@ -205,7 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("trace", type=Path, help="trace JSON written by `crase query --json`")
     s.add_argument("--k", type=int, default=None, help="show only the top k")
     s.add_argument("--edges", action="store_true", help="also list every edge decision")
+    s.add_argument("--why", metavar="PAPER_ID", help="print why one result has its rank: its score's parts (text "
+                   "search, walk by restart source and path, fusion), which sum to its score")
     s.set_defaults(func=cmd_show)
+
+    r = sub.add_parser("rerank", help="apply auditors' keep / prune decisions to a saved run and rank it again "
+                       "(no claim or matrix is recomputed)")
+    r.add_argument("trace", type=Path, help="trace JSON written by `crase query --json` or saved by the app")
+    r.add_argument("--prune", nargs="+", default=[], metavar="CITING:CITED", help="edges to prune")
+    r.add_argument("--keep", nargs="+", default=[], metavar="CITING:CITED", help="edges to keep")
+    r.add_argument("--json", type=Path, required=True, metavar="NEW.json",
+                   help="write the new run's trace here (it names the parent run and the verdicts applied)")
+    r.add_argument("--show", type=int, default=20, metavar="N", help="list at most N papers that moved (20)")
+    r.set_defaults(func=cmd_rerank)
 
     x = sub.add_parser("export", help="write a saved run as one self-contained HTML file (graph, list, evidence)")
     x.add_argument("trace", type=Path, help="trace JSON written by `crase query --json` or saved by the app")

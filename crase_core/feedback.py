@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .records import Paper
 from .sources.base import ScoredPaper
 from .text import content_words, stem
+from .text_parts import FEEDBACK_SEARCH, added, parts_of, scaled
 
 
 @dataclass(frozen=True)
@@ -70,16 +71,23 @@ def feedback_terms(query: str, docs: Sequence[tuple[Paper, float]], n_terms: int
 
 
 def interpolate(first: Sequence[ScoredPaper], second: Sequence[ScoredPaper], weight: float,
-                limit: int) -> list[ScoredPaper]:
+                limit: int, label: str = FEEDBACK_SEARCH) -> list[ScoredPaper]:
     """The union of two result lists scored (1 − w)·s₁/max s₁ + w·s₂/max s₂, best first (ties by id),
-    at most ``limit``; a paper missing from a list gets 0 from it. Pure."""
+    at most ``limit``; a paper missing from a list gets 0 from it. The scores' parts
+    (:mod:`crase_core.text_parts`): the first list's scaled, and the second list's term as one part
+    named ``label``. Pure."""
     top1 = max((r.score for r in first), default=0.0) or 1.0
     top2 = max((r.score for r in second), default=0.0) or 1.0
     papers: dict[str, Paper] = {}
     score: dict[str, float] = {}
-    for results, top, share in ((first, top1, 1.0 - weight), (second, top2, weight)):
-        for r in results:
-            papers.setdefault(r.paper.id, r.paper)
-            score[r.paper.id] = score.get(r.paper.id, 0.0) + share * r.score / top
+    parts: dict[str, dict[str, float]] = {}
+    for r in first:
+        papers.setdefault(r.paper.id, r.paper)
+        score[r.paper.id] = score.get(r.paper.id, 0.0) + (1.0 - weight) * r.score / top1
+        parts[r.paper.id] = scaled(parts_of(r.parts, r.score), (1.0 - weight) / top1)
+    for r in second:
+        papers.setdefault(r.paper.id, r.paper)
+        score[r.paper.id] = score.get(r.paper.id, 0.0) + weight * r.score / top2
+        parts[r.paper.id] = added(parts.get(r.paper.id, {}), label, weight * r.score / top2)
     order = sorted(score, key=lambda pid: (-score[pid], pid))
-    return [ScoredPaper(papers[pid], score[pid]) for pid in order[:limit] if score[pid] > 0.0]
+    return [ScoredPaper(papers[pid], score[pid], parts[pid]) for pid in order[:limit] if score[pid] > 0.0]

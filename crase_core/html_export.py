@@ -34,6 +34,7 @@ from .graph_views import (
 )
 from .library import paper_link
 from .resources import graph_component_dir
+from .score_words import why_line
 from .trace import RunTrace
 from .trails import origin_text
 
@@ -155,6 +156,56 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
     }
 
 
+def why_html(trace: RunTrace) -> str:
+    """"Why each paper has its rank": one ``<details>`` per result with its score's parts
+    (:mod:`crase_core.score_parts`) — each fusion term with its formula, its parts with their values and
+    shares of the score, the strongest paths of each walk part — as static HTML, every text escaped. ``""``
+    when the trace records no parts."""
+    if not any(r.score_parts for r in trace.results):
+        return ""
+    titles = {n.paper.id: n.paper.title for n in trace.nodes}
+
+    def esc(x: object) -> str:
+        return html.escape(str(x), quote=True)
+
+    def short(pid: str) -> str:
+        t = titles.get(pid, pid)
+        return t if len(t) <= 50 else t[:49] + "…"
+
+    out = ['<section id="why"><h2>Why each paper has its rank</h2><p class="meta">Each score is the sum of its parts: '
+           "the text search's share (BM25, term proximity, semantic feedback) and the walk's, split by the restart "
+           "source it came from (exact: the walk is linear in where it restarts; a rank term is split in the walk "
+           "score's proportions). → cites, ⇠ back along a citation to another paper citing the same one.</p>"]
+    for r in trace.results:
+        if not r.score_parts:
+            continue
+        out.append(f'<details data-paper="{esc(r.paper_id)}"><summary>{r.rank}. {esc(titles.get(r.paper_id, r.paper_id))}'
+                   f' — {esc(why_line(trace, r))}</summary><table class="m why"><tr><th>part</th><th>value</th>'
+                   "<th>share</th></tr>")
+        term = None
+        for part in r.score_parts:
+            if part.term and part.term != term:
+                term = part.term
+                value = sum(x.value for x in r.score_parts if x.term == term)
+                out.append(f'<tr class="term"><th class="rowh">{esc(part.part.split(" · ")[0])} — {esc(term)}</th>'
+                           f"<th>{value:.5f}</th><th>{value / r.score:.1%}</th></tr>" if r.score else
+                           f'<tr class="term"><th class="rowh">{esc(term)}</th><th>{value:.5f}</th><th>–</th></tr>')
+            name = (f"{part.component.split(' from ')[0]} from restart at “{short(part.source)}”" if part.source
+                    else f"text match: {part.component}" if part.signal == "text" else part.component)
+            share = f"{part.value / r.score:.1%}" if r.score else "–"
+            out.append(f'<tr><td class="rowh">{esc(name)}</td><td>{part.value:.5f}</td><td>{share}</td></tr>')
+            for path in part.paths:
+                steps = [f"“{short(path.nodes[0])}”"] + [("→ " if a else "⇠ ") + f"“{short(n)}”"
+                                                        for n, a in zip(path.nodes[1:], path.along, strict=False)]
+                out.append(f'<tr class="path"><td class="rowh">↳ path {esc(" ".join(steps))}</td>'
+                           f"<td>{path.value:.5f}</td><td></td></tr>")
+        total = sum(x.value for x in r.score_parts)
+        out.append(f'<tr class="term"><th class="rowh">sum of the parts (the score is {r.score:.5f})</th>'
+                   f"<th>{total:.5f}</th><th></th></tr></table></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def to_html(trace: RunTrace) -> str:
     """The run as one HTML document (UTF-8 text), openable from disk with the network off."""
     comp = graph_component_dir()
@@ -167,9 +218,9 @@ def to_html(trace: RunTrace) -> str:
     title = html.escape(f"Crase run — {trace.query[:120]}", quote=True)
     parts = {"TITLE": title, "VIS_CSS": files["vis-network.css"], "GRAPH_CSS": files["graph_core.css"],
              "DATA": script_json(export_data(trace)), "APP_JS": _APP_JS, "VIS_JS": files["vis-network.min.js"],
-             "GRAPH_JS": files["graph_core.js"]}
+             "GRAPH_JS": files["graph_core.js"], "WHY": why_html(trace)}
     # one pass over the template: text put in is never scanned for placeholders again
-    return re.sub(r"@@(TITLE|VIS_CSS|GRAPH_CSS|DATA|APP_JS|VIS_JS|GRAPH_JS)@@", lambda m: parts[m.group(1)], _PAGE)
+    return re.sub(r"@@(TITLE|VIS_CSS|GRAPH_CSS|DATA|APP_JS|VIS_JS|GRAPH_JS|WHY)@@", lambda m: parts[m.group(1)], _PAGE)
 
 
 _PAGE = """<!doctype html>
@@ -213,6 +264,9 @@ ol#results li:hover{background:#f7f9fb}
 .claim{margin:3px 0}
 h2{font-size:1.05rem;margin:14px 22px 4px}
 h3{font-size:.98rem;margin:8px 0 4px}
+#why{margin:0 22px 30px}#why h2{margin:14px 0 4px}#why details{border:1px solid #e3e6ea;border-radius:8px;padding:6px 12px;margin:6px 0}
+#why summary{cursor:pointer;font-size:.9rem}table.why td,table.why th{text-align:right}table.why .rowh{text-align:left;max-width:640px}
+table.why tr.term th{background:#f5f7fa}table.why tr:first-child th:first-child{text-align:left}table.why tr.path td{color:#56616c;font-size:.78rem}
 </style>
 </head>
 <body>
@@ -238,6 +292,7 @@ click a paper (here or in the list) for its abstract, link and why it is ranked.
 </main>
 <h2>Ranked papers</h2>
 <ol id="results"></ol>
+@@WHY@@
 <script type="application/json" id="crase-data">@@DATA@@</script>
 <script>@@VIS_JS@@</script>
 <script>@@GRAPH_JS@@</script>

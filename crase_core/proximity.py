@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from .records import Paper
 from .sources.base import ScoredPaper
 from .text import content_terms
+from .text_parts import PAIRS, added, parts_of
+from .text_parts import WINDOW as WINDOW_PART
 
 Pair = tuple[str, str]
 #: the unordered window of the sequential dependence model (Metzler & Croft 2005 use 8)
@@ -103,11 +105,16 @@ def rescore(query: str, results: Sequence[ScoredPaper], weight: float,
     top = max(r.score for r in results)
     wanted = unordered(pairs)
 
-    def bonus(paper: Paper) -> float:  # one stemming of the paper for both features
+    def bonus(paper: Paper) -> tuple[float, float]:  # one stemming of the paper for both features
         segments = paper_segments(paper)
         ordered = weight * pair_share(pairs, paper, segments) if weight > 0.0 else 0.0
-        return ordered + (window_weight * _window_share(wanted, segments) if window_weight > 0.0 else 0.0)
+        return ordered, (window_weight * _window_share(wanted, segments) if window_weight > 0.0 else 0.0)
 
-    scored = [ScoredPaper(r.paper, r.score + top * bonus(r.paper)) for r in results]
+    def rescored(r: ScoredPaper) -> ScoredPaper:  # the score's parts gain the two features' (text_parts)
+        ordered, window = bonus(r.paper)
+        parts = added(added(parts_of(r.parts, r.score), PAIRS, top * ordered), WINDOW_PART, top * window)
+        return ScoredPaper(r.paper, r.score + top * (ordered + window), parts)
+
+    scored = [rescored(r) for r in results]
     order = sorted(range(len(scored)), key=lambda i: -scored[i].score)  # stable: ties keep the search's order
     return [scored[i] for i in order]

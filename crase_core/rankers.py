@@ -9,13 +9,13 @@ ranker exactly its own parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .cep import ContrastiveEvidencePaths
 from .errors import InputError
-from .ranking import PersonalizedPageRank, PersonalizedSALSA, Ranker, WeightedGraph
+from .ranking import Attribution, PersonalizedPageRank, PersonalizedSALSA, Ranker, WeightedGraph
 from .records import RankingResult
 
 
@@ -86,3 +86,15 @@ def rank(settings: RankingSettings, graph: WeightedGraph, personalization: Mappi
     entry = _entry(settings.ranker)
     params: dict[str, Any] = {kw: getattr(settings, name) for kw, name in entry.parameters.items()}
     return entry.ranker.rank(graph, personalization, **params)
+
+
+def attribute(settings: RankingSettings, graph: WeightedGraph, personalization: Mapping[str, float],
+              targets: Sequence[str], paths: int = 3) -> dict[str, Attribution] | None:
+    """Where each of ``targets``' scores under ``settings.ranker`` comes from: its split by restart source and
+    the strongest paths (the ranker's ``attribute``, with its own parameters); None for a ranker without one."""
+    entry = _entry(settings.ranker)
+    explain = getattr(entry.ranker, "attribute", None)
+    if explain is None:
+        return None
+    params: dict[str, Any] = {kw: getattr(settings, name) for kw, name in entry.parameters.items()}
+    return explain(graph, personalization, targets, paths=paths, **params)

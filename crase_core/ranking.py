@@ -18,6 +18,9 @@ over the graph's nodes (scores sum to 1).
   the score is the authority distribution a ∝ Fᵀ h. Papers nobody in the
   graph cites score 0.
 
+Both walks are linear in their restart vector up to normalisation, so a score splits exactly over
+the restart sources (:func:`ppr_attribution`, :func:`salsa_attribution`: each ranker's ``attribute``).
+
 The registry of rankers (names, the settings each one reads, the one
 ``rank(settings, graph, p)`` call) is :mod:`crase_core.rankers`; the helpers
 shared with other rankers (:class:`WeightedGraph`, :func:`row_normalize`,
@@ -136,6 +139,12 @@ class PersonalizedPageRank:
         pi = pi / pi.sum()
         return RankingResult(self.name, dict(zip(graph.nodes, pi.tolist(), strict=True)), it, residual < tol, residual)
 
+    def attribute(self, graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
+                  alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
+                  paths: int = 3) -> dict[str, Attribution]:
+        """Each target's score split by restart source, with its strongest paths (:func:`ppr_attribution`)."""
+        return ppr_attribution(graph, personalization, targets, alpha=alpha, tol=tol, max_iter=max_iter, paths=paths)
+
 
 class PersonalizedSALSA:
     """Personalised SALSA authority scores (see the module docstring for the chain)."""
@@ -168,9 +177,223 @@ class PersonalizedSALSA:
         a = a / total if total > 0 else np.full(n, 1.0 / n)
         return RankingResult(self.name, dict(zip(graph.nodes, a.tolist(), strict=True)), it, residual < tol, residual)
 
+    def attribute(self, graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
+                  alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
+                  paths: int = 3) -> dict[str, Attribution]:
+        """Each target's score split by restart source, with its strongest paths (:func:`salsa_attribution`)."""
+        return salsa_attribution(graph, personalization, targets, alpha=alpha, tol=tol, max_iter=max_iter,
+                                 paths=paths)
+
 
 def top_k(scores: Mapping[str, float], k: int, tiebreak: Sequence[str] | None = None) -> list[tuple[str, float]]:
     """The k highest-scoring nodes, ties broken by ``tiebreak`` order (else by id)."""
     order = {n: i for i, n in enumerate(tiebreak)} if tiebreak else {}
     items = sorted(scores.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
     return items[:k]
+
+
+# ---- where a walk score comes from ----------------------------------------------------------------------
+@dataclass
+class Attribution:
+    """Where one node's walk score comes from (:func:`attribute_walk` and the rankers' ``attribute``).
+
+    ``shares[s]``: the fraction of the score that comes from restart source s (the fractions sum to 1;
+    ``{}`` when no restart source reaches the node); ``paths[s]``: the strongest path from s to the node
+    (nodes in walk order, whether each step follows a citation, and the fraction of the node's score
+    that this one path carries).
+    """
+
+    shares: dict[str, float]
+    paths: dict[str, tuple[list[str], list[bool], float]] = field(default_factory=dict)
+
+
+#: the longest path :func:`strongest_path_to` looks for (in steps; SALSA counts a step back as one)
+PATH_STEPS = 12
+
+
+def _solve(rhs: np.ndarray, step: Any, alpha: float, tol: float, max_iter: int) -> np.ndarray:
+    """X = rhs + (1 − α)·step(X) by fixed-point iteration (``step`` a sub-stochastic linear map, so the
+    iteration contracts by 1 − α), until the largest change is below ``tol`` times the largest entry."""
+    x = rhs.copy()
+    for _ in range(max(1, max_iter)):
+        nxt = rhs + (1.0 - alpha) * step(x)
+        change = float(np.abs(nxt - x).max()) if x.size else 0.0
+        x = nxt
+        if change <= tol * max(float(np.abs(x).max()) if x.size else 0.0, 1e-300):
+            break
+    return x
+
+
+def _row_best(m: sp.csr_matrix, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every row i and column t of ``values`` (n × T): (max_j m[i, j]·values[j, t], the first j that
+    attains it); 0 and −1 for a row with no entry."""
+    n, width = m.shape[0], values.shape[1]
+    best = np.zeros((n, width))
+    arg = np.full((n, width), -1, dtype=np.int64)
+    rows = np.flatnonzero(np.diff(m.indptr))
+    if rows.size == 0:
+        return best, arg
+    cand = m.data[:, None] * values[m.indices]
+    starts = m.indptr[rows]
+    top = np.maximum.reduceat(cand, starts, axis=0)
+    counts = np.diff(np.append(starts, m.indptr[-1]))
+    hit = cand >= np.repeat(top, counts, axis=0)
+    where = np.where(hit, np.arange(cand.shape[0])[:, None], cand.shape[0])
+    first = np.minimum.reduceat(where, starts, axis=0)
+    best[rows] = top
+    arg[rows] = m.indices[np.minimum(first, cand.shape[0] - 1)]
+    return best, arg
+
+
+def _shares(p: np.ndarray, reach: np.ndarray, nodes: Sequence[str]) -> tuple[dict[str, float], float]:
+    """({source: p_s·reach_s / Σ}, Σ) over the sources with a positive term."""
+    contrib = p * reach
+    total = float(contrib.sum())
+    if total <= 0.0:
+        return {}, 0.0
+    return {nodes[int(s)]: float(contrib[s]) / total for s in np.flatnonzero(contrib > 0)}, total
+
+
+def ppr_attribution(graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
+                    alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
+                    paths: int = 3) -> dict[str, Attribution]:
+    """Exact restart-source split of PPR scores (Eq. 6 with dangling rows restarting at p).
+
+    The fixed point is π = G p / 1ᵀG p with G = (I − (1−α)Wᵀ)⁻¹: the dangling and teleport mass returns
+    through p, so π is p's linear image, normalised. Hence π(v) = Σ_s p_s G[v, s] / Σ_s' p_s' G[v, s'] · π(v):
+    source s's share is p_s G[v, s] over the same sum — the share of v's walk time spent on walks whose last
+    restart was at s. Row v of G solves x = e_v + (1−α) W x (one solve per target). A path s = v₀ → … → v_L = v
+    carries p_s (1−α)^L Π W[v_{i−1}, v_i] of that sum (one exact term of the series); ``paths`` of them are
+    returned per target: the strongest from each of its top sources."""
+    n = len(graph.nodes)
+    pos = [graph.position(t) for t in targets]
+    if n == 0 or not pos:
+        return {}
+    p = restart_vector(graph, personalization)
+    w, _ = row_normalize(graph.matrix())
+    w = w.tocsr()
+    rhs = np.zeros((n, len(pos)))
+    rhs[pos, np.arange(len(pos))] = 1.0
+    reach = _solve(rhs, lambda x: w @ x, alpha, tol, max_iter)
+    step = ((1.0 - alpha) * w).tocsr()
+    nxt = _walk_pointers(step, pos)
+    out: dict[str, Attribution] = {}
+    for i, t in enumerate(pos):
+        shares, total = _shares(p, reach[:, i], graph.nodes)
+        attribution = Attribution(shares)
+        for s in sorted(shares, key=lambda k: -shares[k])[:paths]:
+            path = _follow(step, nxt[:, i], graph.position(s), t)
+            if path is not None:
+                nodes, value = path
+                attribution.paths[s] = ([graph.nodes[j] for j in nodes], [True] * (len(nodes) - 1),
+                                        p[graph.position(s)] * value / total)
+        out[graph.nodes[t]] = attribution
+    return out
+
+
+def _walk_pointers(step: sp.csr_matrix, targets: Sequence[int]) -> np.ndarray:
+    """Max-product Bellman–Ford towards each target (column t) under the per-step weights ``step``, at most
+    :data:`PATH_STEPS` rounds: the next node of each node's strongest path to the target (−1: none/itself)."""
+    n, width = step.shape[0], len(targets)
+    cols = np.arange(width)
+    best = np.zeros((n, width))
+    best[list(targets), cols] = 1.0
+    nxt = np.full((n, width), -1, dtype=np.int64)
+    for _ in range(PATH_STEPS):
+        cand, arg = _row_best(step, best)
+        better = cand > best * (1.0 + 1e-12)
+        better[list(targets), cols] = False
+        if not better.any():
+            break
+        best[better] = cand[better]
+        nxt[better] = arg[better]
+    return nxt
+
+
+def _follow(step: sp.csr_matrix, nxt: np.ndarray, source: int, target: int) -> tuple[list[int], float] | None:
+    """The path source → … → target that ``nxt`` points along, with its product of ``step``; None if none."""
+    nodes, value = [source], 1.0
+    while nodes[-1] != target and len(nodes) <= PATH_STEPS + 1:
+        j = int(nxt[nodes[-1]])
+        if j < 0:
+            return None
+        value *= float(step[nodes[-1], j])
+        nodes.append(j)
+    return (nodes, value) if nodes[-1] == target else None
+
+
+def salsa_attribution(graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
+                      alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
+                      paths: int = 3) -> dict[str, Attribution]:
+    """Exact restart-source split of personalised SALSA authority scores (see the module docstring's chain).
+
+    The hub chain's fixed point is h = G p / 1ᵀG p with G = (I − (1−α) BᵀFᵀ)⁻¹ (dangling hubs restart at p),
+    and a ∝ Fᵀh, so a(v) splits over sources s as p_s (FᵀG)[v, s]; row v of FᵀG solves
+    y = F e_v + (1−α) F B y. A path is s → a₁ ⇠ h₁ → a₂ ⇠ … → v (cite, back along a citation to another
+    citer of the same paper, cite, …); it carries p_s F[s, a₁] Π (1−α) B[a_i, h_i] F[h_i, a_{i+1}] of the
+    sum. A score given uniformly because the graph has no edge has no source (``shares`` {})."""
+    n = len(graph.nodes)
+    pos = [graph.position(t) for t in targets]
+    if n == 0 or not pos:
+        return {}
+    p = restart_vector(graph, personalization)
+    w = graph.matrix()
+    forward, _ = row_normalize(w)
+    backward, _ = row_normalize(w.T.tocsr())
+    forward, backward = forward.tocsr(), backward.tocsr()
+    rhs = forward[:, pos].toarray()
+    reach = _solve(rhs, lambda y: forward @ (backward @ y), alpha, tol, max_iter)
+    via_a, via_h = _salsa_pointers(forward, backward, alpha, rhs)
+    out: dict[str, Attribution] = {}
+    for i, t in enumerate(pos):
+        shares, total = _shares(p, reach[:, i], graph.nodes)
+        attribution = Attribution(shares)
+        for s in sorted(shares, key=lambda k: -shares[k])[:paths]:
+            path = _salsa_follow(forward, backward, alpha, via_a[:, i], via_h[:, i], graph.position(s), t)
+            if path is not None:
+                nodes, along, value = path
+                attribution.paths[s] = ([graph.nodes[j] for j in nodes], along, p[graph.position(s)] * value / total)
+        out[graph.nodes[t]] = attribution
+    return out
+
+
+def _salsa_pointers(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: float,
+                    direct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Max-product search of SALSA paths from each hub to each target authority (columns of ``direct``, the
+    one-step values F[u, t]): for each hub, the authority it steps to and the hub it steps back to on its
+    strongest path (−1: it cites the target directly), at most :data:`PATH_STEPS` steps."""
+    best = direct.copy()
+    via_a = np.full(best.shape, -1, dtype=np.int64)
+    via_h = np.full(best.shape, -1, dtype=np.int64)
+    cols = np.arange(best.shape[1])
+    for _ in range(PATH_STEPS // 2):
+        back, back_arg = _row_best(backward, best)  # authority a: its best citer h to go on from
+        cand, arg = _row_best(forward, (1.0 - alpha) * back)
+        better = cand > best * (1.0 + 1e-12)
+        if not better.any():
+            break
+        best[better] = cand[better]
+        via_a[better] = arg[better]
+        via_h[better] = back_arg[arg, cols[None, :]][better]
+    return via_a, via_h
+
+
+def _salsa_follow(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: float, via_a: np.ndarray,
+                  via_h: np.ndarray, source: int, target: int) -> tuple[list[int], list[bool], float] | None:
+    """The SALSA path from hub ``source`` to authority ``target`` that the pointers give: (nodes, along
+    flags, product), or None when none reaches it."""
+    nodes, value, u = [source], 1.0, source
+    along: list[bool] = []
+    while len(nodes) <= PATH_STEPS + 1:
+        a = int(via_a[u])
+        if a < 0:
+            f = float(forward[u, target])
+            if f <= 0.0:
+                return None
+            return nodes + [target], along + [True], value * f
+        h = int(via_h[u])
+        value *= float(forward[u, a]) * (1.0 - alpha) * float(backward[a, h])
+        nodes += [a, h]
+        along += [True, False]
+        u = h
+    return None

@@ -132,12 +132,18 @@ class Seed:
 
 @dataclass
 class SearchHit:
-    """One row of a sub-query's result list, as the source ranked it."""
+    """One row of a sub-query's result list, as the source ranked it.
+
+    ``parts`` (the full-query search's hits only; ``{}`` elsewhere and in traces written before it): the
+    score split by what entered it, e.g. ``{"BM25": 9.1, "word-pair proximity": 1.2, "semantic feedback":
+    3.0}``, values summing to ``score`` (:mod:`crase_core.text_parts`).
+    """
 
     paper_id: str
     relevance_rank: int
     recency_rank: int
     score: float
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -229,8 +235,48 @@ class TrailStep:
 
 
 @dataclass
+class PathShare:
+    """One path of the walk from a restart source to a ranked paper and the part of a score it carries.
+
+    ``nodes`` in walk order (the restart source first, the ranked paper last); ``along[i]`` says whether
+    step i follows a citation (``nodes[i]`` cites ``nodes[i + 1]``) or goes against one (SALSA's step back
+    from a cited paper to another paper citing it). ``value``: the path's exact term of the walk's sum over
+    paths, in the units of the :class:`ScorePart` that holds it (so a part's paths sum to at most its value).
+    """
+
+    nodes: list[str]
+    along: list[bool]
+    value: float
+
+
+@dataclass
+class ScorePart:
+    """One additive part of a ranked paper's score (:mod:`crase_core.score_parts`).
+
+    The parts of a result sum to its ``score``. ``term``: the fusion term the part belongs to, with its
+    formula and numbers; ``signal``: what the part measures — ``walk`` (the ranker over the pruned graph),
+    ``text`` (the full-query search), ``tie`` (a rank term neither signal scored: ties broken by order) or
+    ``floor`` (the text floor's move); ``component``: the walk's restart source or the text score's
+    ingredient; ``source``: the restart source's paper id (walk parts); ``paths``: the strongest paths
+    carrying a walk part.
+    """
+
+    part: str
+    value: float
+    term: str = ""
+    signal: str = ""
+    component: str = ""
+    source: str | None = None
+    paths: list[PathShare] = field(default_factory=list)
+
+
+@dataclass
 class RankedPaper:
-    """One row of the answer: a paper, its score, and why it is here."""
+    """One row of the answer: a paper, its score, and why it is here.
+
+    ``score_parts`` (:mod:`crase_core.score_parts`): the score's additive parts, summing to ``score``;
+    ``[]`` in traces written before they were recorded.
+    """
 
     paper_id: str
     rank: int
@@ -239,6 +285,23 @@ class RankedPaper:
     trail: list[TrailStep]
     reason: str
     in_library: bool = False  # the user already has this paper (their ids or BibTeX)
+    score_parts: list[ScorePart] = field(default_factory=list)
+
+
+@dataclass
+class AppliedVerdict:
+    """An auditor's decision a re-ranked run applied (``crase rerank``, the Audit page's "apply my verdicts").
+
+    ``keep``: the decision applied (keep or prune the edge); ``was_kept``: the parent run's decision;
+    ``auditors``: who decided it (empty from the command line); ``note``: how it was decided.
+    """
+
+    citing: str
+    cited: str
+    keep: bool
+    was_kept: bool
+    auditors: list[str] = field(default_factory=list)
+    note: str = ""
 
 
 @dataclass

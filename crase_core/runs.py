@@ -173,6 +173,8 @@ class RunInfo:
     size_bytes: int = 0
     outcome: str = ""
     error: str = ""
+    parent_run_id: str = ""  # the run this one was re-ranked from by auditors' verdicts ("" for none)
+    verdicts_applied: int = 0
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,8 @@ def run_summary(trace: RunTrace, outcome: str | None = None) -> dict[str, Any]:
         "backend": trace.backend.get("backend", ""),
         "counts": trace.stage_counts(),
         "outcome": outcome if outcome is not None else outcome_key(trace),
+        "parent_run_id": trace.parent_run_id,
+        "verdicts_applied": len(trace.applied_verdicts),
     }
 
 
@@ -411,8 +415,11 @@ class RunStore:
             meta = run_summary(trace)
             with contextlib.suppress(InputError):  # listing works without a sidecar; the next one retries
                 self._write_meta(name, trace)
+        parent, applied = meta.get("parent_run_id", ""), meta.get("verdicts_applied", 0)
         return RunInfo(name, path, meta["query"], meta["created_at"], meta["run_id"], meta["source"],
-                       meta["backend"], dict(meta["counts"]), size, meta["outcome"])
+                       meta["backend"], dict(meta["counts"]), size, meta["outcome"],
+                       parent_run_id=parent if isinstance(parent, str) else "",
+                       verdicts_applied=applied if isinstance(applied, int) and not isinstance(applied, bool) else 0)
 
     def list(self) -> list[RunInfo]:
         """Saved runs, newest first, then unreadable traces (with :attr:`RunInfo.error`), by name."""

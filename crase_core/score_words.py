@@ -4,12 +4,15 @@ PPR (Eq. 6–7) scores are the stationary distribution of the restarting walk: a
 share of the walk's time spent on it, so "1.2 % of the walk, 5× the average of 412 papers" is exact.
 SALSA and CEP scores are put the same way as a share of their total. With a fusion setting the final
 order also uses the full-query text match, so the share is the ranker's (``trace.ranking.scores``), not
-the fused number the list is sorted by, and the sentence says so. Pure functions over a trace.
+the fused number the list is sorted by, and the sentence says so. :func:`why_line` and :func:`why_text` put a
+result's score parts (:mod:`crase_core.score_parts`) in words. Pure functions over a trace.
 """
 
 from __future__ import annotations
 
-from .records import RankedPaper
+from collections.abc import Sequence
+
+from .records import PathShare, RankedPaper, ScorePart
 from .trace import RunTrace
 
 RESTART_WORDS = {
@@ -63,3 +66,111 @@ def _multiple_text(multiple: float) -> str:
 def restart_words(trace: RunTrace) -> str:
     """How the run's walk restarts (the personalization setting, in words)."""
     return RESTART_WORDS.get(trace.settings.personalization, f"restart: {trace.settings.personalization}")
+
+
+# ---- why this rank: the score parts in words ---------------------------------------------------------------
+SIGNAL_WORDS = {"walk": "walk", "text": "text match", "tie": "tie order", "floor": "text floor"}
+
+
+def signal_totals(parts: Sequence[ScorePart]) -> dict[str, float]:
+    """The parts summed by signal (walk, text, tie, floor), in the order they first appear."""
+    out: dict[str, float] = {}
+    for p in parts:
+        out[p.signal or "other"] = out.get(p.signal or "other", 0.0) + p.value
+    return out
+
+
+def component_totals(parts: Sequence[ScorePart], signal: str) -> list[tuple[str, float, str | None]]:
+    """(component, summed value, restart source) of one signal's parts, largest first."""
+    total: dict[str, float] = {}
+    source: dict[str, str | None] = {}
+    for p in parts:
+        if p.signal == signal:
+            total[p.component] = total.get(p.component, 0.0) + p.value
+            source.setdefault(p.component, p.source)
+    return sorted(((c, v, source[c]) for c, v in total.items()), key=lambda x: -x[1])
+
+
+def _pct(value: float, score: float) -> str:
+    if score == 0:
+        return "–"
+    share = value / score
+    return "under 1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
+def _short(text: str, limit: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_words(trace: RunTrace, component: str, source: str | None) -> str:
+    """A walk component in words: ``restart at “Title…”`` (the paper's title for its id)."""
+    if source is None:
+        return component.split(") ", 1)[-1] if ") " in component else component
+    try:
+        title = trace.node(source).paper.title
+    except KeyError:
+        title = source
+    return f"restart at “{_short(title)}”"
+
+
+def why_line(trace: RunTrace, result: RankedPaper) -> str:
+    """One line: what the score is made of, by signal, with the walk's largest restart source and the text
+    score's ingredients; ``""`` when the trace records no parts (written before they were)."""
+    parts, score = result.score_parts, result.score
+    if not parts:
+        return ""
+    pieces = []
+    for signal, value in signal_totals(parts).items():
+        if signal == "walk":
+            top = component_totals(parts, "walk")
+            lead = (f"; largest source: {source_words(trace, top[0][0], top[0][2])} {_pct(top[0][1], score)}"
+                    if top and top[0][2] is not None and value >= 0.1 * score else "")
+            pieces.append(f"{_pct(value, score)} walk ({trace.ranking.ranker.upper()}{lead})")
+        elif signal == "text":
+            inner = ", ".join(f"{c} {_pct(v, score)}" for c, v, _ in component_totals(parts, "text")[:4])
+            pieces.append(f"{_pct(value, score)} text match ({inner})")
+        elif signal == "floor":
+            pieces.append(f"text floor {value:+.4f}")
+        else:
+            pieces.append(f"{_pct(value, score)} {SIGNAL_WORDS.get(signal, signal)}")
+    return f"score {score:.4f} = " + " + ".join(pieces)
+
+
+def _path_words(path: PathShare) -> str:
+    steps = [path.nodes[0]]
+    for node, along in zip(path.nodes[1:], path.along, strict=False):
+        steps.append(("→ " if along else "⇠ ") + node)
+    return " ".join(steps)
+
+
+def why_text(trace: RunTrace, result: RankedPaper) -> list[str]:
+    """The full "why this rank" of one result, line by line (plain text; the caller makes it printable):
+    each fusion term with its formula, its parts with their values and shares of the score, each walk
+    part's strongest paths, and the check that the parts sum to the score."""
+    paper = trace.node(result.paper_id).paper
+    lines = [f"Rank {result.rank} · score {result.score:.6f} · {paper.title} ({paper.year or 'n.d.'}) — {paper.id}",
+             f"Ranker {trace.ranking.ranker.upper()}, fusion {trace.settings.fusion}; {restart_words(trace)}."]
+    if not result.score_parts:
+        return lines + ["This trace records no score parts (it was written before they were); "
+                        "`crase rerank RUN.json --json NEW.json` ranks it again with them."]
+    walk = trace.ranking.scores.get(result.paper_id)
+    hit = next((h for h in trace.query_hits if h.paper_id == result.paper_id), None)
+    lines.append(f"Walk score π = {walk:.6g}" if walk is not None else "No walk score (not in the walk's graph)")
+    lines[-1] += (f"; full-query search: rank #{hit.relevance_rank}, score {hit.score:.4g}" if hit is not None
+                  else "; not returned by the full-query search")
+    lines.append("The score is the sum of these parts:")
+    term = None
+    for p in result.score_parts:
+        if p.term != term:
+            term = p.term
+            value = sum(x.value for x in result.score_parts if x.term == term)
+            lines.append(f"  {p.part.split(' · ')[0]} = {value:.6f}" + (f"   [{term}]" if term else ""))
+        where = (f"{source_words(trace, p.component, p.source)} ({p.source})" if p.signal == "walk" and p.source
+                 else p.component)
+        lines.append(f"    {p.value:>10.6f}  {_pct(p.value, result.score):>8}  {where}")
+        for path in p.paths:
+            lines.append(f"                 path {_path_words(path)}  carries {path.value:.6f}")
+    total = sum(p.value for p in result.score_parts)
+    lines.append(f"  parts sum to {total:.6f} (score {result.score:.6f}); → cites, ⇠ back to another paper citing it")
+    return lines

@@ -23,12 +23,14 @@ def recency_key(paper) -> int:
     return paper.year * 100 + 12 if paper.year else 0
 
 
-def rank_hits(results: Sequence[ScoredPaper]) -> list[SearchHit]:
-    """Relevance and recency ranks (1-based) of one result list, in relevance order."""
+def rank_hits(results: Sequence[ScoredPaper], *, parts: bool = False) -> list[SearchHit]:
+    """Relevance and recency ranks (1-based) of one result list, in relevance order; with ``parts`` each
+    hit keeps its score's parts (:mod:`crase_core.text_parts`; the full-query search's list)."""
     by_recency = sorted(range(len(results)), key=lambda i: (-recency_key(results[i].paper), i))
     recency_rank = {i: r for r, i in enumerate(by_recency, 1)}
     return [
-        SearchHit(paper_id=r.paper.id, relevance_rank=i + 1, recency_rank=recency_rank[i], score=r.score)
+        SearchHit(paper_id=r.paper.id, relevance_rank=i + 1, recency_rank=recency_rank[i], score=r.score,
+                  parts=dict(r.parts) if parts else {})
         for i, r in enumerate(results)
     ]
 

@@ -31,6 +31,7 @@ import numpy as np
 from .records import Paper
 from .resources import embeddings_dir
 from .sources.base import ScoredPaper
+from .text_parts import SEMANTIC, added, parts_of, scaled
 
 log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -120,4 +121,9 @@ def feedback_fuse(results: Sequence[ScoredPaper], embeddings: DocEmbeddings, row
     sem = _minmax(sims[np.array([row_of[pid] for pid in ids], dtype=np.int64)].astype(np.float64))
     fused = top * ((1.0 - weight) * lex + weight * sem)
     order = sorted(range(len(ids)), key=lambda k: (-float(fused[k]), ids[k]))[:limit]
-    return [ScoredPaper(by_id[ids[k]], float(fused[k])) for k in order if fused[k] > 0.0]
+    before = {r.paper.id: parts_of(r.parts, r.score) for r in results}
+
+    def parts(k: int) -> dict[str, float]:  # the search's parts scaled by 1 − w, plus this one (text_parts)
+        return added(scaled(before.get(ids[k], {}), 1.0 - weight), SEMANTIC, float(top * weight * sem[k]))
+
+    return [ScoredPaper(by_id[ids[k]], float(fused[k]), parts(k)) for k in order if fused[k] > 0.0]

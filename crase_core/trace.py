@@ -21,6 +21,7 @@ from . import atomic
 from .cost_report import uses_model
 from .errors import TraceError
 from .records import (
+    AppliedVerdict,
     Budget,
     ClaimSet,
     Counters,
@@ -76,6 +77,9 @@ class RunTrace:
     library: UserLibrary | None = None  # the user's own papers, when the run was given them
     #: whether the run's searches were fused with semantic feedback (asked for, and embeddings for the corpus)
     semantic_feedback: bool = False
+    #: the run this one was re-ranked from by auditors' verdicts (``crase rerank``; "" for a run of the pipeline)
+    parent_run_id: str = ""
+    applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---

@@ -165,9 +165,9 @@ def test_pages_after_a_run(app_env):
     kept_ids = {n.paper.id for n in trace.nodes if n.kept}
     assert set(scores["id"]) == kept_ids
     assert scores["id"].tolist()[: len(trace.results)] == [r.paper_id for r in trace.results]
-    assert scores[f"{own} rank"].tolist() == list(range(1, len(kept_ids) + 1))
-    # re-ranked from the saved graph, the run's own ranker gives back the run's own scores
-    for pid, score in zip(scores["id"], scores[f"{own} score"], strict=True):
+    assert scores["final rank"].tolist() == list(range(1, len(kept_ids) + 1))
+    # re-ranked from the saved graph, the run's own ranker gives back the run's own walk scores
+    for pid, score in zip(scores["id"], scores[f"walk ({own}) score"], strict=True):
         assert score == pytest.approx(trace.ranking.scores[pid], abs=1e-9)
 
     at.switch_page("app_pages/5_Runs.py").run()

@@ -23,7 +23,7 @@ def _click(at: AppTest, label: str) -> AppTest:
 
 
 def _card_captions(at: AppTest) -> list[str]:
-    """The captions of the result cards (why the paper is here, then its score in words)."""
+    """The captions of the result cards (why the paper is here, then why it has its rank: its score's parts)."""
     return [c.value for c in at.caption if c.value.startswith("Why it is here: ")]
 
 
@@ -45,11 +45,14 @@ def test_cards_and_honest_numbers(app_env):
     # every card says why the paper is here and explains its score in words (one caption, two lines), and
     # has its abstract one click away
     from crase_app.display import md_escape
-    from crase_core.score_words import score_sentence
+    from crase_app.why import why_caption
+    from crase_core.score_words import score_sentence, why_line
 
     cards = _card_captions(at)
-    assert cards == [f"Why it is here: {md_escape(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}"
+    assert cards == [f"Why it is here: {md_escape(r.reason)}  \nWhy this rank: {why_caption(trace, r)}"
                      for r in trace.results]
+    assert all(why_caption(trace, r) == md_escape(why_line(trace, r)) and why_line(trace, r).startswith(
+        f"score {r.score:.4f} = ") for r in trace.results)
     assert len([m for m in at.markdown if f" · score {trace.results[0].score:.4f}" in m.value]) == 1
     top = trace.results[0]
     share = trace.ranking.scores[top.paper_id] / sum(trace.ranking.scores.values())  # the ranker's share, not the fused score
@@ -61,6 +64,7 @@ def test_cards_and_honest_numbers(app_env):
         f"{len(trace.ranking.scores)} papers in the pruned graph; placed by {how} text match with the whole "
         f"query ({trace.settings.fusion} fusion)")
     assert sum(e.label == "Abstract" for e in at.expander) == len(trace.results)
+    assert sum(e.label == "Why this rank: the score's parts" for e in at.expander) == len(trace.results)
     # the progress board started with opening the corpus
     assert any(m.value.startswith(":material/check_circle: Open the corpus and its search index — ready")
                for m in at.markdown)

@@ -47,10 +47,15 @@ class SourceFilter:
 
 @dataclass
 class ScoredPaper:
-    """A search result: the paper and the source's relevance score."""
+    """A search result: the paper and the source's relevance score.
+
+    ``parts``: the score split by what entered it (:mod:`crase_core.text_parts`); ``{}``: all of it is the
+    source's own score.
+    """
 
     paper: Paper
     score: float
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

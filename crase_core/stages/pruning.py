@@ -53,15 +53,18 @@ def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansi
     return rec
 
 
+def node_prune_reason(degree: int) -> str:
+    """Why a node was pruned: isolated by its ``degree`` pruned edges, or no edge at all."""
+    return f"isolated: all {degree} of its edges were pruned" if degree else "no citation edge inside the graph"
+
+
 def node_records(expansion: Expansion, alive: set[str], degree: Counter[str]) -> list[NodeRecord]:
     """One record per node of V: its role, and why it was pruned (isolated) when it was."""
     nodes: list[NodeRecord] = []
     for n in expansion.graph.nodes:
         rec = NodeRecord(paper=expansion.papers[n], role=expansion.role(n), kept=n in alive)
         if not rec.kept:
-            rec.prune_reason = (
-                f"isolated: all {degree[n]} of its edges were pruned" if degree[n] else "no citation edge inside the graph"
-            )
+            rec.prune_reason = node_prune_reason(degree[n])
         nodes.append(rec)
     return nodes
 

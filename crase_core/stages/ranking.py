@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from .. import rankers
 from ..ranking import WeightedGraph, top_k
-from ..records import RankedPaper, RankingResult, SearchHit, Seed
+from ..records import EdgeRecord, NodeRecord, RankedPaper, RankingResult, ScorePart, SearchHit, Seed
+from ..score_parts import FusionTerm, explain_scores
 from ..settings import PipelineSettings
 from ..text import content_terms
 from ..trails import best_trails, explain
@@ -22,6 +23,16 @@ from .pruning import Pruning
 
 ALL_PRUNED_WARNING = ("every citation edge was pruned (no cited claim supports a citing claim at θ); nothing left "
                       "to rank. Lower θ, or raise nothing: this is the evidence graph's verdict.")
+
+NO_QUERY_MATCH_NOTE = "no ranked paper matched the full-query search; the walk restarts at the kept seeds"
+ALL_SEEDS_PRUNED_NOTE = "every seed was pruned; the walk restarts uniformly over the surviving papers"
+NOT_CONVERGED = " did not converge in "
+
+
+def is_ranking_note(note: str) -> bool:
+    """Whether a run's warning is one stage 3 writes (a re-ranked run replaces those with its own)."""
+    return note in (ALL_PRUNED_WARNING, NO_QUERY_MATCH_NOTE, ALL_SEEDS_PRUNED_NOTE) or (
+        NOT_CONVERGED in note and note.endswith(")") and "iterations (residual" in note)
 
 
 @dataclass
@@ -71,12 +82,12 @@ def restart_distribution(settings: PipelineSettings, seeds: Sequence[Seed], aliv
     if settings.personalization == "query":
         p = query_restart_vector(rank_ids, query_hits, settings.query_power)
         if rank_ids and not p:
-            notes.append("no ranked paper matched the full-query search; the walk restarts at the kept seeds")
+            notes.append(NO_QUERY_MATCH_NOTE)
             p = personalization_vector(seeds, alive, "uniform")
     else:
         p = personalization_vector(seeds, alive, settings.personalization)
     if rank_ids and not p:
-        notes.append("every seed was pruned; the walk restarts uniformly over the surviving papers")
+        notes.append(ALL_SEEDS_PRUNED_NOTE)
         p = {n: 1.0 / len(rank_ids) for n in rank_ids}
     return p
 
@@ -94,6 +105,45 @@ def _ranks(scores: Mapping[str, float], order: Sequence[str]) -> dict[str, int]:
     return {n: i for i, n in enumerate(items, 1)}
 
 
+def _split(a: float, b: float) -> tuple[float, float]:
+    """(a, b)'s shares of a + b; (0, 0) when both are 0."""
+    total = a + b
+    return (a / total, b / total) if total > 0 else (0.0, 0.0)
+
+
+def fusion_terms(walk: Mapping[str, float], text: Mapping[str, float], order: Sequence[str], mode: str,
+                 weight: float, rrf_k: float, power: float = 1.0) -> dict[str, list[FusionTerm]]:
+    """The fused score of every node of ``walk`` as its additive terms (:func:`fuse_scores` sums them).
+
+    ``power`` is the γ that ``text`` was raised to (``restart``: the text term reads t^γ). Pure."""
+    if mode == "none" or not walk:
+        return {n: [FusionTerm("walk score", "the walk's score π", x, 1.0, 0.0)] for n, x in walk.items()}
+    t = {n: x for n, x in text.items() if n in walk}
+    if mode == "linear":
+        top_w = max(walk.values()) or 1.0
+        top_t = max(t.values(), default=0.0) or 1.0
+        wl = f"(1 − λ)·π/max π, π the walk's score, λ = {weight:g}"
+        tl = (f"λ·t/max t, t the full-query search score, λ = {weight:g}" if power == 1.0 else
+              f"λ·t^γ/max t^γ, t the full-query search score, γ = {power:g}, λ = {weight:g}")
+        return {n: [FusionTerm("walk term", wl, (1.0 - weight) * walk[n] / top_w, 1.0, 0.0),
+                    FusionTerm("text term", tl, weight * t.get(n, 0.0) / top_t, 0.0, 1.0)] for n in walk}
+    if mode == "rrf":
+        rw, rt = _ranks(walk, order), _ranks(t, order)
+        out: dict[str, list[FusionTerm]] = {}
+        for n in walk:
+            scored = walk[n] > 0.0
+            terms = [FusionTerm("walk-rank term", f"(1 − λ)/(k + r), r = {rw[n]} the rank by the walk score, "
+                                f"λ = {weight:g}, k = {rrf_k:g}", (1.0 - weight) / (rrf_k + rw[n]),
+                                1.0 if scored else 0.0, 0.0)]
+            if n in rt:
+                terms.append(FusionTerm("text-rank term", f"λ/(k + r_t), r_t = {rt[n]} the rank by the full-query "
+                                        f"search score, λ = {weight:g}, k = {rrf_k:g}", weight / (rrf_k + rt[n]),
+                                        0.0, 1.0))
+            out[n] = terms
+        return out
+    raise ValueError(f"unknown fusion mode {mode!r}")
+
+
 def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Sequence[str], mode: str,
                 weight: float, rrf_k: float) -> dict[str, float]:
     """Final score of every node of ``walk``: the walk's score fused with its text relevance.
@@ -105,20 +155,33 @@ def fuse_scores(walk: Mapping[str, float], text: Mapping[str, float], order: Seq
     * ``rrf`` (weighted reciprocal-rank fusion): (1−λ)/(k + r_π(v)) + λ/(k + r_t(v)), r the 1-based rank
       in each list, k = ``rrf_k``; a paper the text search did not return has no text term.
     (:func:`final_scores` also offers ``restart``: ``linear`` with t^γ, the query restart's shape, and
-    ``restart-rrf``: see :func:`rank_fusion_with_search`.)
+    ``restart-rrf``: see :func:`rank_fusion_with_search`.) The sum of :func:`fusion_terms`.
     Pure; returns a new dict over the keys of ``walk``.
     """
-    if mode == "none" or not walk:
-        return dict(walk)
-    t = {n: x for n, x in text.items() if n in walk}
-    if mode == "linear":
-        top_w = max(walk.values()) or 1.0
-        top_t = max(t.values(), default=0.0) or 1.0
-        return {n: (1.0 - weight) * walk[n] / top_w + weight * t.get(n, 0.0) / top_t for n in walk}
-    if mode == "rrf":
-        rw, rt = _ranks(walk, order), _ranks(t, order)
-        return {n: (1.0 - weight) / (rrf_k + rw[n]) + (weight / (rrf_k + rt[n]) if n in rt else 0.0) for n in walk}
-    raise ValueError(f"unknown fusion mode {mode!r}")
+    return {n: sum(x.value for x in terms) for n, terms in fusion_terms(walk, text, order, mode, weight, rrf_k).items()}
+
+
+def search_rank_terms(scores: Mapping[str, float], query_hits: Sequence[SearchHit], order: Sequence[str],
+                      weight: float, rrf_k: float,
+                      first: Mapping[str, list[FusionTerm]] | None = None) -> dict[str, list[FusionTerm]]:
+    """:func:`rank_fusion_with_search` as terms: the rank term of ``scores`` (split like the terms in
+    ``first`` that summed to those scores, when given) and the search-rank term. Pure."""
+    r = _ranks(scores, order)
+    s = {h.paper_id: h.relevance_rank for h in query_hits if h.paper_id in scores}
+    out: dict[str, list[FusionTerm]] = {}
+    for n in scores:
+        parts = first.get(n, []) if first is not None else []
+        walk_part = sum(x.value * x.walk for x in parts)
+        text_part = sum(x.value * x.text for x in parts)
+        fw, ft = _split(walk_part, text_part) if first is not None else (1.0 if scores[n] > 0 else 0.0, 0.0)
+        terms = [FusionTerm("fused-rank term", f"(1 − μ)/(k + r), r = {r[n]} the rank by the restart fusion "
+                            f"(1 − λ)·π/max π + λ·t^γ/max t^γ, μ(q) = {weight:.3g}, k = {rrf_k:g}",
+                            (1.0 - weight) / (rrf_k + r[n]), fw, ft)]
+        if n in s:
+            terms.append(FusionTerm("search-rank term", f"μ/(k + s), s = {s[n]} the paper's rank in the full-query "
+                                    f"search, μ(q) = {weight:.3g}, k = {rrf_k:g}", weight / (rrf_k + s[n]), 0.0, 1.0))
+        out[n] = terms
+    return out
 
 
 def rank_fusion_with_search(scores: Mapping[str, float], query_hits: Sequence[SearchHit], order: Sequence[str],
@@ -130,9 +193,8 @@ def rank_fusion_with_search(scores: Mapping[str, float], query_hits: Sequence[Se
     search did not return it), μ = ``weight``, k = ``rrf_k``. The search rank is the engine's own (over
     the whole visible corpus), not a rank among the graph's nodes. Pure.
     """
-    r = _ranks(scores, order)
-    s = {h.paper_id: h.relevance_rank for h in query_hits if h.paper_id in scores}
-    return {n: (1.0 - weight) / (rrf_k + r[n]) + (weight / (rrf_k + s[n]) if n in s else 0.0) for n in scores}
+    return {n: sum(x.value for x in terms)
+            for n, terms in search_rank_terms(scores, query_hits, order, weight, rrf_k).items()}
 
 
 #: the search-confidence depth: g = 1 − s_d/s_1 with d this rank (see :func:`search_confidence`)
@@ -177,29 +239,39 @@ def search_rank_weight(settings: PipelineSettings, query_hits: Sequence[SearchHi
     return min(1.0, max(0.0, mu + shift))
 
 
+def final_terms(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
+                rank_ids: Sequence[str], query_hits: Sequence[SearchHit],
+                specificity: float = 0.5) -> dict[str, list[FusionTerm]]:
+    """Stage 3's final node scores per ``settings.fusion`` as additive terms (:func:`final_scores` sums
+    them; see there for the modes). Pure."""
+    if settings.fusion == "none":
+        return fusion_terms(walk, {}, [], "none", 0.0, settings.rrf_k)
+    order = [s.paper_id for s in seeds] + list(rank_ids)
+    text = text_relevance(rank_ids, query_hits)
+    mode, weight = settings.fusion, settings.fusion_weight
+    if mode in ("restart", "restart-rrf"):  # linear fusion with the query restart's own shape, text^γ
+        text = {n: x ** settings.query_power for n, x in text.items()}
+        terms = fusion_terms(walk, text, order, "linear", weight, settings.rrf_k, settings.query_power)
+        if mode == "restart":
+            return terms
+        fused = {n: sum(x.value for x in ts) for n, ts in terms.items()}
+        return search_rank_terms(fused, query_hits, order, search_rank_weight(settings, query_hits, specificity),
+                                 settings.rrf_k, terms)
+    return fusion_terms(walk, text, order, mode, weight, settings.rrf_k)
+
+
 def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: Sequence[Seed],
                  rank_ids: Sequence[str], query_hits: Sequence[SearchHit], specificity: float = 0.5) -> dict[str, float]:
     """Stage 3's final node scores per ``settings.fusion`` (see :func:`fuse_scores`); ``specificity`` is the
-    question's s(q) for μ(q) (:func:`search_rank_weight`). Pure.
+    question's s(q) for μ(q) (:func:`search_rank_weight`). Pure; the sum of :func:`final_terms`.
 
     ``restart-rrf`` is two steps: the ``restart`` fusion (walk mixed with text^γ, λ = ``fusion_weight``)
     settles the order the scores support — a decisive text match on top, the walk below it — and
     :func:`rank_fusion_with_search` then adds the search engine's own ranking (μ(q) from
     :func:`search_rank_weight`) so that its runner-up answers are not lost under the walk's papers.
     """
-    if settings.fusion == "none":
-        return dict(walk)
-    order = [s.paper_id for s in seeds] + list(rank_ids)
-    text = text_relevance(rank_ids, query_hits)
-    mode, weight = settings.fusion, settings.fusion_weight
-    if mode in ("restart", "restart-rrf"):  # linear fusion with the query restart's own shape, text^γ
-        text = {n: x ** settings.query_power for n, x in text.items()}
-        fused = fuse_scores(walk, text, order, "linear", weight, settings.rrf_k)
-        if mode == "restart":
-            return fused
-        return rank_fusion_with_search(fused, query_hits, order,
-                                       search_rank_weight(settings, query_hits, specificity), settings.rrf_k)
-    return fuse_scores(walk, text, order, mode, weight, settings.rrf_k)
+    terms = final_terms(settings, walk, seeds, rank_ids, query_hits, specificity)
+    return {n: sum(x.value for x in ts) for n, ts in terms.items()}
 
 
 def run_ranker(ranker: str, graph: WeightedGraph, p: Mapping[str, float], settings: PipelineSettings) -> RankingResult:
@@ -265,30 +337,44 @@ def expansion_settings(settings: PipelineSettings) -> PipelineSettings:
     return settings.replace(text_candidates=settings.text_floor)
 
 
-def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], pruning: Pruning,
-                   expansion: Expansion, query_hits: Sequence[SearchHit],
-                   query_restart: bool = True) -> list[RankedPaper]:
-    """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed and its reason."""
-    trails = best_trails([s.paper_id for s in seeds if s.paper_id in pruning.alive], pruning.edges)
-    titles = {n: expansion.papers[n].title for n in expansion.graph.nodes}
+def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[Seed], edges: Sequence[EdgeRecord],
+                   alive: set[str], titles: Mapping[str, str], text_ids: Iterable[str],
+                   query_hits: Sequence[SearchHit], query_restart: bool = True,
+                   parts: Mapping[str, list[ScorePart]] | None = None) -> list[RankedPaper]:
+    """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed, its reason and its
+    score parts (``parts``, :func:`score_parts`)."""
+    trails = best_trails([s.paper_id for s in seeds if s.paper_id in alive], edges)
     seed_by_id = {s.paper_id: s for s in seeds}
     text_rank = {h.paper_id: h.relevance_rank for h in query_hits}
-    text_ids = set(expansion.text_ids)
+    text_set = set(text_ids)
     results: list[RankedPaper] = []
     for rank, (n, score) in enumerate(ranked[:k], 1):
         reason, origin, trail = explain(n, trails.get(n), seed_by_id.get(n),
-                                        text_rank[n] if n in text_ids else None, titles, query_restart)
-        results.append(RankedPaper(n, rank, score, origin, trail, reason))
+                                        text_rank[n] if n in text_set else None, titles, query_restart)
+        results.append(RankedPaper(n, rank, score, origin, trail, reason,
+                                   score_parts=list(parts.get(n, [])) if parts is not None else []))
     return results
+
+
+@dataclass
+class GraphRanking:
+    """What :func:`rank_graph` computed: the ranker's own result, the fused scores and their terms, the final
+    order (text floor applied), and the graph and restart distribution the ranker read."""
+
+    ranking: RankingResult
+    scores: dict[str, float]
+    order: list[tuple[str, float]]
+    terms: dict[str, list[FusionTerm]]
+    graph: WeightedGraph
+    restart: dict[str, float]
 
 
 def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: Sequence[str],
                kept_edges: Iterable[tuple[str, str, float]], seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                settings: PipelineSettings, restart_hits: Sequence[SearchHit] | None = None,
-               warnings: list[str] | None = None, *,
-               query: str) -> tuple[RankingResult, dict[str, float], list[tuple[str, float]]]:
-    """Stage 3's ranking of a pruned graph with ``ranker``: (the ranker's own result, the fused scores, the
-    final order with the text floor applied). ``node_ids`` in V's order, ``alive`` the kept nodes,
+               warnings: list[str] | None = None, *, query: str) -> GraphRanking:
+    """Stage 3's ranking of a pruned graph with ``ranker``: the ranker's own result, the fused scores (and their
+    terms), the final order with the text floor applied. ``node_ids`` in V's order, ``alive`` the kept nodes,
     ``text_ids`` the text candidates, ``kept_edges`` (citing, cited, weight). Text candidates that joined only
     for the floor (:func:`floor_only_ids`) take no part in the walk or the fusion: they enter the list last
     and the floor moves them up. The restart reads ``restart_hits`` when given, else ``query_hits``; the
@@ -305,34 +391,65 @@ def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: 
     wgraph = WeightedGraph(rank_ids, [(u, v, w) for u, v, w in kept_edges if u not in held_out and v not in held_out])
     ranking = run_ranker(ranker, wgraph, p, settings) if rank_ids else RankingResult(ranker, {})
     if rank_ids and not ranking.converged:
-        notes.append(f"{ranker} did not converge in {settings.max_iter} iterations (residual {ranking.residual:.2e})")
-    scores = final_scores(settings, ranking.scores, seeds, rank_ids, query_hits, query_specificity(query))
+        notes.append(f"{ranker}{NOT_CONVERGED}{settings.max_iter} iterations (residual {ranking.residual:.2e})")
+    terms = final_terms(settings, ranking.scores, seeds, rank_ids, query_hits, query_specificity(query))
+    scores = {n: sum(x.value for x in ts) for n, ts in terms.items()}
     tail = [(n, 0.0) for n in floor_only if n in alive]  # placed by the floor alone
     order = text_floor(rank_order(scores, seeds, rank_ids) + tail, query_hits, settings.text_floor, settings.k)
-    return ranking, scores, order
+    return GraphRanking(ranking, scores, order, terms, wgraph, p)
+
+
+def floor_label(settings: PipelineSettings) -> str:
+    """What the text floor did to a paper it moved, in words (the ``floor`` score part's term)."""
+    return (f"the text floor: the full-query search's top {min(settings.text_floor, settings.k)} among the ranked "
+            f"papers are placed no lower than rank {settings.k} − {min(settings.text_floor, settings.k)} + their "
+            "search rank there; a paper moved up takes the score of the paper it displaced")
+
+
+def score_parts(graph_ranking: GraphRanking, ranker: str, settings: PipelineSettings, targets: Sequence[str],
+                query_hits: Sequence[SearchHit]) -> dict[str, list[ScorePart]]:
+    """The score parts (:mod:`crase_core.score_parts`) of ``targets``, from what :func:`rank_graph` computed:
+    the fusion terms, each walk score's split by restart source (the ranker's ``attribute``) and the search
+    score's ingredients. Pure."""
+    ranked = [t for t in targets if t in graph_ranking.graph._pos]
+    attributions = None
+    if ranked and graph_ranking.ranking.scores:
+        named = settings if settings.ranker == ranker else settings.replace(ranker=ranker)
+        attributions = rankers.attribute(named, graph_ranking.graph, graph_ranking.restart, ranked)
+    final = dict(graph_ranking.order)
+    return explain_scores(graph_ranking.terms, final, [t for t in targets if t in final], attributions, query_hits,
+                          ranker, floor_label(settings))
 
 
 def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], query_hits: Sequence[SearchHit],
                 settings: PipelineSettings, progress: ProgressFn | None = None,
                 restart_hits: Sequence[SearchHit] | None = None, *, query: str) -> Ranked:
     """Stage 3: restart distribution, ranker, fusion with the text score, text floor (:func:`rank_graph`),
-    node scores and ranks, top k. ``restart_hits``: the search blended with anchor text
-    (``anchor_restart_weight``), when the walk restarts from it; ``query``: the question (μ(q)'s specificity).
-    ``ranking.scores`` keeps the ranker's own distribution; a node's ``score`` and the results carry the
-    final (fused) score.
+    node scores and ranks, top k with their score parts (:func:`score_parts`). ``restart_hits``: the search
+    blended with anchor text (``anchor_restart_weight``), when the walk restarts from it; ``query``: the
+    question (μ(q)'s specificity). ``ranking.scores`` keeps the ranker's own distribution; a node's
+    ``score`` and the results carry the final (fused) score.
     """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
-    ranking, scores, ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, expansion.text_ids,
-                                         ((e.citing, e.cited, e.weight) for e in pruning.edges if e.kept), seeds,
-                                         query_hits, settings, restart_hits, warnings, query=query)
-    scores = {**scores, **dict(ranked)}
-    rank_of = {n: i for i, (n, _) in enumerate(ranked, 1)}
-    for node in pruning.nodes:
+    ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, expansion.text_ids,
+                        ((e.citing, e.cited, e.weight) for e in pruning.edges if e.kept), seeds,
+                        query_hits, settings, restart_hits, warnings, query=query)
+    place_nodes(pruning.nodes, ranked)
+    top = [n for n, _ in ranked.order[: settings.k]]
+    titles = {n: expansion.papers[n].title for n in expansion.graph.nodes}
+    results = ranked_results(ranked.order, settings.k, seeds, pruning.edges, pruning.alive, titles, expansion.text_ids,
+                             query_hits, query_restart=settings.personalization == "query" or settings.fusion != "none",
+                             parts=score_parts(ranked, settings.ranker, settings, top, query_hits))
+    emit(progress, "ranking", 1, 1, f"{len(results)} papers")
+    return Ranked(ranked.ranking, results, warnings)
+
+
+def place_nodes(nodes: Iterable[NodeRecord], ranked: GraphRanking) -> None:
+    """Set every kept node's final ``score`` and 1-based ``rank`` from ``ranked`` (a pruned node keeps its own)."""
+    scores = {**ranked.scores, **dict(ranked.order)}
+    rank_of = {n: i for i, (n, _) in enumerate(ranked.order, 1)}
+    for node in nodes:
         if node.kept:
             node.score = scores.get(node.paper.id, 0.0)
             node.rank = rank_of.get(node.paper.id)
-    results = ranked_results(ranked, settings.k, seeds, pruning, expansion, query_hits,
-                             query_restart=settings.personalization == "query" or settings.fusion != "none")
-    emit(progress, "ranking", 1, 1, f"{len(results)} papers")
-    return Ranked(ranking, results, warnings)

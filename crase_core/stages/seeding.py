@@ -35,6 +35,7 @@ from ..semantic import feedback_fuse
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
 from ..termstats import index_idf
+from ..text_parts import ANCHOR, BM25
 from .progress import ProgressFn, emit
 
 NO_SEEDS_WARNING = "no paper matched any sub-query: nothing to expand. Try other words or a broader query."
@@ -76,6 +77,7 @@ def search(source: PaperSource, query: str, settings: PipelineSettings, *, quest
     results = source.search(query, settings.search_limit)
     if getattr(source, "text_index", None) is None:
         return list(results)
+    results = [r if r.parts else ScoredPaper(r.paper, r.score, {BM25: r.score}) for r in results]
     results = rescore(query, results, settings.proximity_weight, settings.proximity_window_weight)
     scope = settings.semantic_feedback_scope
     return semantic_fuse(source, results, settings) if scope == "all" or (scope == "question" and question) else results
@@ -146,7 +148,7 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     # scope "fusion": the text candidates, the fusion and the floor read the semantically fused list, the walk
     # restarts from the search's own
     fused = semantic_fuse(source, results, settings) if settings.semantic_feedback_scope == "fusion" else results
-    seeding.query_hits = rank_hits(fused)
+    seeding.query_hits = rank_hits(fused, parts=True)
     seeding.query_papers = {r.paper.id: r.paper for r in fused}
     restart = results
     if settings.anchor_restart_weight > 0:
@@ -210,7 +212,7 @@ def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource
         hits = hits[np.argpartition(-a[hits], limit - 1)[:limit]]
     ranked = sorted(hits.tolist(), key=lambda i: -float(a[i]))
     anchors = [ScoredPaper(corpus.papers[i], float(a[i])) for i in ranked]
-    return interpolate(results, anchors, weight, limit)
+    return interpolate(results, anchors, weight, limit, ANCHOR)
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,

@@ -1,0 +1,80 @@
+"""The "why this rank" views: the HTML export's section, the app's parts table, the one-line summary — each
+shows every part of the score, escaped (hostile titles from the fixture corpus)."""
+
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+
+import pytest
+
+from crase_core.html_export import to_html, why_html
+from crase_core.score_words import signal_totals, why_line
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # crase_app is not part of the installed package
+    sys.path.append(str(ROOT))
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
+QUERY = "holographic entanglement entropy of BTZ black holes"
+
+
+@pytest.fixture(scope="module")
+def hostile_trace():
+    from crase_core.backends import offline_backend
+    from crase_core.pipeline import Engine, run_query
+    from crase_core.sources.local import LocalSource
+    from crase_core.termstats import TermStats
+
+    source = LocalSource.open(HOSTILE)
+    return run_query(QUERY, Engine(source, offline_backend(TermStats.from_index(source.text_index))))
+
+
+def test_the_html_export_has_a_why_section_with_every_part_escaped(hostile_trace):
+    section = why_html(hostile_trace)
+    assert section.count("<details") == len(hostile_trace.results) > 0
+    assert "<script" not in section.lower()  # the hostile titles are text
+    assert html.escape("<script>alert('xss')</script>", quote=True) in section
+    for r in hostile_trace.results:
+        block = section.split(f'data-paper="{html.escape(r.paper_id, quote=True)}"', 1)[1].split("</details>", 1)[0]
+        for p in r.score_parts:
+            assert f"<td>{p.value:.5f}</td>" in block
+        assert f"the score is {r.score:.5f}" in block
+    page = to_html(hostile_trace)
+    assert section in page and "@@WHY@@" not in page
+
+
+def test_a_trace_without_parts_has_no_why_section(hostile_trace):
+    import copy
+
+    old = copy.deepcopy(hostile_trace)
+    for r in old.results:
+        r.score_parts = []
+    assert why_html(old) == ""
+    assert "Why each paper has its rank" not in to_html(old)
+    assert why_line(old, old.results[0]) == ""
+
+
+def test_why_line_names_each_signal_with_its_share(hostile_trace):
+    r = hostile_trace.results[0]
+    totals = signal_totals(r.score_parts)
+    line = why_line(hostile_trace, r)
+    assert line.startswith(f"score {r.score:.4f} = ")
+    if "walk" in totals:
+        assert f"walk ({hostile_trace.ranking.ranker.upper()}" in line
+    if "text" in totals:
+        assert "text match (" in line
+    assert sum(totals.values()) == pytest.approx(r.score, rel=1e-12)
+
+
+def test_the_app_parts_table_escapes_titles_and_sums_to_the_score(hostile_trace):
+    from crase_app.why import parts_markdown
+
+    for r in hostile_trace.results:
+        table = parts_markdown(hostile_trace, r)
+        assert "<script>" not in table and "](javascript" not in table
+        assert f"**{sum(p.value for p in r.score_parts):.5f}**" in table
+        rows = [line for line in table.splitlines() if line.startswith("| ") and "↳" not in line]
+        assert len(rows) >= len(r.score_parts) + 2  # header, one row per part, the sum
+        short = parts_markdown(hostile_trace, r, limit=3)
+        assert f"**{sum(p.value for p in r.score_parts):.5f}**" in short
