@@ -16,6 +16,7 @@ from typing import Any
 
 from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
+from .corpus_validation import ValidationReport
 from .errors import CorpusError
 from .terminal import printable
 from .textindex import TextIndex
@@ -76,7 +77,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
           f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}{parts}, "
           f"text index {_size_mb(index.path):,.1f} MB; {time.perf_counter() - start:.1f} s")
+    print_report(corpus.validation)
     return 0
+
+
+def print_report(report: ValidationReport) -> None:
+    """The validation report on stdout (warnings also on stderr, so a script that keeps stdout still sees them)."""
+    for line in report.lines():
+        print(printable(line))
+    for w in report.warnings():
+        print(f"crase corpus: warning: {printable(w)}", file=sys.stderr)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
