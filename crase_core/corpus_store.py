@@ -100,6 +100,11 @@ StepHook = Callable[[BuildStep], None]
 _STEP_HOOK: contextvars.ContextVar[StepHook | None] = contextvars.ContextVar("crase_build_steps", default=None)
 
 
+def current_hook() -> StepHook | None:
+    """The hook installed by the innermost :func:`reporting` block, if any."""
+    return _STEP_HOOK.get()
+
+
 @contextlib.contextmanager
 def reporting(hook: StepHook | None) -> Iterator[None]:
     """Within the block, every store build (:func:`build`, also when ``corpus_folder.open_or_build`` or a first query

@@ -61,6 +61,20 @@ def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: 
     return text_ids
 
 
+def add_contexts(graph: ExpandedGraph, source: PaperSource) -> None:
+    """Citation contexts and intents for the edges of E that the source's lists did not bring, from a source
+    that keeps them per edge (a local corpus with ``citation_contexts.jsonl``: ``edge_contexts``)."""
+    lookup = getattr(source, "edge_contexts", None)
+    if lookup is None:
+        return
+    missing = [e for e in graph.edges if e not in graph.contexts and e not in graph.intents]
+    for edge, (contexts, intents) in lookup(missing).items():
+        if contexts:
+            graph.contexts[edge] = contexts
+        if intents:
+            graph.intents[edge] = intents
+
+
 def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: dict[str, Paper],
                  source: PaperSource, settings: PipelineSettings, progress: ProgressFn | None = None) -> Expansion:
     """Stage 2a: V and E around the seeds (``settings.hops``, ``neighbor_cap``), plus text candidates."""
@@ -73,5 +87,6 @@ def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: d
         warnings.append(f"{len(missing)} neighbour id(s) had no record at the source and were dropped")
     seed_ids = {s.paper_id for s in seeds}
     text_ids = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings)
+    add_contexts(graph, source)
     emit(progress, "expansion", len(seeds), len(seeds), f"|V| = {len(graph.nodes)}, |E| = {len(graph.edges)}")
     return Expansion(graph, papers, seed_ids, text_ids, warnings)
