@@ -8,9 +8,12 @@ Progress lines go to stderr, results to stdout; a problem a user can act on is a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +92,29 @@ def print_report(report: ValidationReport) -> None:
         print(f"crase corpus: warning: {printable(w)}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a stopped job, a closed terminal) interrupts like Ctrl-C, so that an import
+    removes its temporary folder before it exits."""
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from .corpus_import import import_corpus
 
     bar = ProgressBar()
-    with corpus_store.reporting(bar):
+    with corpus_store.reporting(bar), _terminate_as_interrupt():
         result = import_corpus(args.src, args.dest, args.format, workers=args.workers,
                                progress=_quiet if bar.tty else _progress, manifest=not args.no_manifest)
     print(f"{result.dest}: {result.n_papers:,} papers, {result.n_citations:,} citations imported from {args.format} "

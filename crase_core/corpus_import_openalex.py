@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .corpus_import import (
+from .corpus_import_io import (
     BLOCK,
     MAX_LINE,
     Converted,

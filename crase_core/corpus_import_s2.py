@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .corpus_import import (
+from .corpus_import_io import (
     BLOCK,
     Converted,
     IdSet,

@@ -25,6 +25,17 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ["CRASE_CACHE_DIR"] = old
 
 
+@pytest.fixture(autouse=True)
+def _pool_fill_off(request, monkeypatch):
+    """The tiny test corpora hold fewer than k papers, so the sparse-pool fill
+    (``crase_core.stages.expansion.POOL_FILL``) would add to every graph they pin: tests run without it unless
+    their module sets ``POOL_FILL_ON = True`` (tests/test_pool_fill.py)."""
+    if not getattr(request.module, "POOL_FILL_ON", False):
+        from crase_core.stages import expansion
+
+        monkeypatch.setattr(expansion, "POOL_FILL", "off")
+
+
 @pytest.fixture(scope="session")
 def hepth_source(_isolated_cache):
     """The embedded hep-th corpus with its BM25 index (built once per session)."""
