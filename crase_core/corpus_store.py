@@ -457,8 +457,14 @@ class _SortedIds:
         if not ids.size or not keys.size:
             return np.full(keys.size, -1, dtype=np.int64)
         if keys.dtype.itemsize > ids.dtype.itemsize:
-            ids = self.sorted = ids.astype(keys.dtype)
-        elif keys.dtype.itemsize < ids.dtype.itemsize:
+            # a key longer than every id is no id; the others are looked up at the ids' width (the hashes of
+            # the ids are of that width: widening them would make every key of the block miss)
+            out = np.full(keys.size, -1, dtype=np.int64)
+            fits = np.flatnonzero(np.char.str_len(keys) <= ids.dtype.itemsize)
+            if fits.size:
+                out[fits] = self.positions(keys[fits].astype(ids.dtype))
+            return out
+        if keys.dtype.itemsize < ids.dtype.itemsize:
             keys = keys.astype(ids.dtype)
         if self._by_hash:
             hk = _hash_ids(keys)
