@@ -9,12 +9,12 @@ renames the folder to DEST: DEST is all or nothing — an import that fails or i
 empty folder).
 
 The formats (:mod:`crase_core.corpus_import_openalex`, :mod:`crase_core.corpus_import_s2`, and ``jsonl``
-here) read their files in blocks of whole lines (:func:`read_blocks`: gzip or plain, found by its magic
-bytes, at most :data:`MAX_LINE` bytes a line), parse the blocks on worker processes in file order
-(:func:`ordered_map`) and keep per paper only its id (a set, ~80 B a paper); citations are filtered
-against the sorted ids block by block. Memory is bounded whatever the size of SRC but for that id set.
-Paths are found by listing SRC; none is built from text read in it (an OpenAlex manifest's URLs are only
-matched against the files found).
+here) read their files in blocks of whole lines (:func:`crase_core.corpus_import_io.read_blocks`: gzip or
+plain, found by its magic bytes, at most 64 MB a line), parse the blocks on worker processes in file order
+(:func:`crase_core.corpus_import_io.ordered_map`) and keep per paper only its id (a set, ~80 B a paper);
+citations are filtered against the sorted ids block by block. Memory is bounded whatever the size of SRC
+but for that id set. Paths are found by listing SRC; none is built from text read in it (an OpenAlex
+manifest's URLs are only matched against the files found).
 """
 
 from __future__ import annotations

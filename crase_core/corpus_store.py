@@ -619,10 +619,12 @@ def _id_arrays(ids: np.ndarray) -> dict[str, np.ndarray]:
     return {"ids": ids, "ids_sorted": ids[order], "id_order": order.astype(np.int64)}
 
 
-def _validation(sink: _PaperSink, n: int, keys: np.ndarray, years: np.ndarray, edges: _Edges, valid_lines: int,
-                dropped: Mapping[str, int]) -> ValidationReport:
-    """The build's :class:`ValidationReport`: the sink's parse notes and counts, the dropped edges, and the
-    direction check over the unique edge ``keys`` (row·n + col), ``block`` keys at a time."""
+def _validation(sink: _PaperSink, n: int, keys: np.ndarray, years: np.ndarray, edges: _Edges,
+                valid_lines: int) -> tuple[dict[str, int], ValidationReport]:
+    """The build's dropped-edge counts and :class:`ValidationReport`: the sink's parse notes and counts, the
+    dropped edges, and the direction check over the unique edge ``keys`` (row·n + col), a block at a time."""
+    dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
+               "duplicates": int(valid_lines - keys.size), "malformed": edges.malformed}
     lines = valid_lines + edges.self_loops + len(edges.pending_src) + edges.malformed
     report = ValidationReport(papers_read=sink.records, papers_kept=n, citation_lines=lines,
                               citations_kept=int(keys.size), dropped_edges=dict(dropped))
@@ -633,7 +635,7 @@ def _validation(sink: _PaperSink, n: int, keys: np.ndarray, years: np.ndarray, e
         a, b = direction_counts(part // n, part % n, years, NO_YEAR)
         report.newer_to_older += a
         report.older_to_newer += b
-    return report
+    return dropped, report
 
 
 def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_target: Path | None = None,
@@ -687,13 +689,10 @@ def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_targ
         keys += edges.cols
         edges.rows = edges.cols = _cat64([])  # freed before the sort (8 B a citation line each)
         keys = np.unique(keys)
-        dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
-                   "duplicates": int(before - keys.size), "malformed": edges.malformed}
         years = np.frombuffer(sink.year, dtype=np.int32)
-        validation = _validation(sink, n, keys, years, edges, before, dropped)
+        dropped, validation = _validation(sink, n, keys, years, edges, before)
         report("store", 0.8, f"{keys.size:,} citations; writing the store ({time.perf_counter() - start:.0f} s)")
-        arrays = {**id_arrays, "year": years,
-                  "month": np.frombuffer(sink.month, dtype=np.int32),
+        arrays = {**id_arrays, "year": years, "month": np.frombuffer(sink.month, dtype=np.int32),
                   **{f"{k}_off": np.frombuffer(sink.offsets[k], dtype=np.int64) for k in _TEXT},
                   **_graph_arrays(keys, n),
                   "pending_src": _s_array(edges.pending_src), "pending_dst": _s_array(edges.pending_dst)}

@@ -50,7 +50,7 @@ def test_a_sparse_pool_is_filled_to_k_and_the_run_says_so(sparse, monkeypatch):
         t = _run(sparse, mode, monkeypatch)
         assert len(t.results) == 20
         note = next(w for w in t.warnings if w.startswith("sparse citation graph"))
-        assert f"are {len(off.nodes)} papers, fewer than k = 20" in note and "(|V| = 20)" in note
+        assert "papers to rank, fewer than k = 20" in note and "(20 to rank)" in note
     hop = _run(sparse, "hop", monkeypatch)
     base = {n.paper.id for n in off.nodes}
     added = {n.paper.id for n in hop.nodes} - base

@@ -96,29 +96,39 @@ def second_hop(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSour
     return new
 
 
+def rankable(graph: ExpandedGraph, text_ids: list[str]) -> set[str]:
+    """The papers of V the ranking can return: those in a citation of E and the text candidates (a node
+    without any edge is pruned as isolated). Pure."""
+    return {x for e in graph.edges for x in e} | set(text_ids)
+
+
 def fill_sparse_pool(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource, query_hits: list[SearchHit],
                      query_papers: dict[str, Paper], seed_ids: set[str], settings: PipelineSettings,
-                     mode: str | None = None) -> tuple[list[str], list[str], str | None]:
-    """When V holds fewer than k papers (a sparse citation graph), fill it: ``hop`` adds a second citation hop
-    around the first ring (:func:`second_hop`), then ``text`` adds full-query search hits outside V, in search
-    order, until V holds k (only where text candidates are on: ``text_candidates`` > 0). Returns (papers added by the hop, by the search, the warning that says so);
-    nothing changes — and no warning — when V already holds k papers, there is no seed, or ``mode`` is off."""
-    k, before = settings.k, len(graph.nodes)
+                     text_ids: list[str], mode: str | None = None) -> tuple[list[str], list[str], str | None]:
+    """When V holds fewer than k papers the ranking can return (:func:`rankable`: a sparse citation graph), fill
+    it: ``hop`` adds a second citation hop around the first ring (:func:`second_hop`), then ``text`` adds
+    full-query search hits outside V, in search order, until k can be returned (only where text candidates
+    are on: ``text_candidates`` > 0). Returns (papers added by the hop, by the search, the warning that says
+    so); nothing changes — and no warning — when k papers can be returned already, there is no seed, or
+    ``mode`` is off."""
+    k, before = settings.k, len(rankable(graph, text_ids))
     mode = POOL_FILL if mode is None else mode
     if mode == "off" or before >= k or not seed_ids:
         return [], [], None
     hop = second_hop(graph, papers, source, settings) if "hop" in mode else []
     text: list[str] = []
-    if "text" in mode and settings.text_candidates > 0 and len(graph.nodes) < k:
+    have = len(rankable(graph, text_ids))
+    if "text" in mode and settings.text_candidates > 0 and have < k:
         text = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings,
-                                   limit=k - len(graph.nodes))
+                                   limit=k - have)
+    after = len(rankable(graph, text_ids + text))
     parts = ([f"{len(hop):,} papers two citation hops from the seeds"] if hop else []) + \
             ([f"{len(text):,} more full-query search hits as text candidates"] if text else [])
-    note = (f"sparse citation graph: the seeds, their references and citers and the text candidates are "
-            f"{before:,} papers, fewer than k = {k}; " + (f"added {' and '.join(parts)} (|V| = {len(graph.nodes):,})"
-                                                           if parts else "nothing more to add"))
-    if len(graph.nodes) < k:
-        note += f"; the ranked list holds at most {len(graph.nodes):,} papers (the search found no more)"
+    note = (f"sparse citation graph: the seeds, their references and citers and the text candidates give "
+            f"{before:,} papers to rank, fewer than k = {k}; " + (f"added {' and '.join(parts)} ({after:,} to rank)"
+                                                                  if parts else "nothing more to add"))
+    if after < k:
+        note += f"; the ranked list holds at most {after:,} papers (the search found no more)"
     return hop, text, note
 
 
@@ -148,7 +158,7 @@ def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: d
         warnings.append(f"{len(missing)} neighbour id(s) had no record at the source and were dropped")
     seed_ids = {s.paper_id for s in seeds}
     text_ids = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings)
-    _, filled, note = fill_sparse_pool(graph, papers, source, query_hits, query_papers, seed_ids, settings)
+    _, filled, note = fill_sparse_pool(graph, papers, source, query_hits, query_papers, seed_ids, settings, text_ids)
     text_ids += filled
     if note:
         warnings.append(note)
