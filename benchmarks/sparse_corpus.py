@@ -61,6 +61,7 @@ def sparse_corpus(dest: Path, keep: float, seed: int, before: int | None = None)
 def run_all(corpus: Path, bench: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
     runtime = RuntimeConfig(corpus_dir=str(corpus))
     queries = load_benchmark(bench)
+    default = expansion.POOL_FILL
     rows: dict[str, list[dict[str, Any]]] = {}
     for run in RUNS:
         path = out / f"{run}.jsonl"
@@ -71,7 +72,7 @@ def run_all(corpus: Path, bench: Path, out: Path) -> dict[str, list[dict[str, An
         job = EvalJob(bench=str(bench), out=str(out), method="bm25" if run == "bm25" else "crase", runtime=runtime)
         rows[run] = [evaluate_query(job, q) for q in queries]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows[run]))
-    expansion.POOL_FILL = "hop+text"
+    expansion.POOL_FILL = default
     return rows
 
 

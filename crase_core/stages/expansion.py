@@ -38,9 +38,10 @@ def drop_unknown(graph: ExpandedGraph, papers: dict[str, Paper]) -> list[str]:
     return missing
 
 
-#: how a pool of fewer than k papers is filled (:func:`fill_sparse_pool`): "hop+text", "hop", "text" or "off"
-POOL_FILL = "hop+text"
-FILL_MODES = ("hop+text", "hop", "text", "off")
+#: how a pool of fewer than k papers is filled (:func:`fill_sparse_pool`): "text" (full-query search hits), "hop"
+#: (a second citation hop), "hop+text" or "off"; docs/corpus_formats.md compares them
+POOL_FILL = "text"
+FILL_MODES = ("text", "hop", "hop+text", "off")
 
 
 def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource,
