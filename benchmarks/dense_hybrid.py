@@ -64,12 +64,12 @@ COLD["import sentence_transformers"] = time.perf_counter() - _t
 
 from crase_core.cache import cache_root  # noqa: E402
 from crase_core.evaluation import dense  # noqa: E402
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, load_benchmark  # noqa: E402
+from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter  # noqa: E402
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval  # noqa: E402
 from crase_core.evaluation.metrics import KS, per_query_metrics  # noqa: E402
 from crase_core.evaluation.report import kind_table, paired_table  # noqa: E402
 from crase_core.evaluation.split_half import choose_and_test, halves  # noqa: E402
-from crase_core.runtime import RuntimeConfig, build_engine  # noqa: E402
+from crase_core.runtime import RuntimeConfig, build_engine, local_source  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from text_fusion import interpolate, order_by, overall_table, rrf, top_ids  # noqa: E402
@@ -133,7 +133,7 @@ def fused_rows(queries: Sequence[BenchQuery], index: dense.DenseIndex, vecs: Map
     ranked_of: dict[str, dict[str, list[str]]] = {name: {} for name in ("bm25", "dense", *fusions())}
     mismatches = 0
     for q in queries:
-        source: Any = build_engine(runtime, source_filter=leakage_filter(q)).source
+        source: Any = build_engine(runtime, source_filter=query_filter(q, local_source(runtime))).source
         visible = source.visible
         lexical = np.where(visible, source.text_index.scores(q.query), 0.0)
         semantic = np.where(visible, index.emb @ vecs[q.qid], -np.inf)

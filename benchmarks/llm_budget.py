@@ -36,7 +36,7 @@ from fake_model import FakeModel, fake_backend  # noqa: E402
 from scipy.stats import kendalltau  # noqa: E402
 
 from crase_core.backends import offline_backend  # noqa: E402
-from crase_core.evaluation.benchmark import leakage_filter, load_benchmark  # noqa: E402
+from crase_core.evaluation.benchmark import load_benchmark, query_filter  # noqa: E402
 from crase_core.pipeline import Engine, run_query  # noqa: E402
 from crase_core.records import Usage  # noqa: E402
 from crase_core.runtime import RuntimeConfig, local_source  # noqa: E402
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         budgets.append((f"{default}, {args.compare}", DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET))
     rows: list[dict[str, Any]] = []
     for i, (kind, q) in enumerate(queries, 1):
-        filt = leakage_filter(q) if kind == "citation" else None
+        filt = query_filter(q, source) if kind == "citation" else None
         src = source.restricted(filt) if filt is not None and filt.active else source
         runs: dict[str, dict[str, Any]] = {}
         ref: list[str] = []

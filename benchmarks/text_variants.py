@@ -49,11 +49,11 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
 from crase_core import textindex
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, load_benchmark
+from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
 from crase_core.evaluation.metrics import KS, per_query_metrics
 from crase_core.evaluation.report import kind_table, paired_table
-from crase_core.runtime import RuntimeConfig, build_engine
+from crase_core.runtime import RuntimeConfig, build_engine, local_source
 from crase_core.semantic import feedback_fuse
 from crase_core.settings import PipelineSettings
 from crase_core.text import STOPWORDS, content_terms, content_words, stem
@@ -196,7 +196,7 @@ def text_rows(queries: Sequence[BenchQuery], index: TextIndex, ids: Sequence[str
     def add(name: str, q: BenchQuery, order: list[int]) -> None:
         runs.setdefault(name, []).append(row_of(q, name, [ids[i] for i in order[:50]]))
     for q in queries:
-        source_q: Any = build_engine(runtime, source_filter=leakage_filter(q)).source
+        source_q: Any = build_engine(runtime, source_filter=query_filter(q, local_source(runtime))).source
         visible = source_q.visible
         lexical = np.where(visible, index.scores(q.query), 0.0).astype(np.float64)
         positive = np.where(lexical > 0, lexical, -np.inf)

@@ -510,6 +510,8 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
             st.markdown(f"> {tex_markdown(ctx)}")
     else:
         st.caption("The paper source has no citing sentence for this edge.")
+    if e.intents:
+        st.caption("Citation intent (from the source): " + ", ".join(md_escape(i) for i in e.intents))
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"**Claims of u** — {paper_line(trace, citing)}")

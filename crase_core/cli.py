@@ -24,6 +24,7 @@ from .corpus_cli import add_corpus_parser
 from .cost_report import budget_summary, cost_summary
 from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
+from .evaluation.make_bench import add_bench_parser
 from .pipeline import StageEvent, model_mostly_failed, run_query
 from .redaction import install_log_filter
 from .runtime import build_engine
@@ -280,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(func=cmd_export)
 
     add_eval_parser(sub)
+    add_bench_parser(sub)
     add_corpus_parser(sub)
     return parser
 

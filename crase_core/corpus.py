@@ -1,16 +1,18 @@
 """Load a citation corpus: ``papers.jsonl[.gz]`` + ``citations.tsv[.gz]``.
 
-Format (the embedded hep-th corpus, and any user corpus):
+Format (the embedded hep-th corpus, and any user corpus; field by field in docs/corpus_formats.md):
 
-* ``papers.jsonl``: one JSON object a line with ``id`` and ``title`` (required),
-  ``abstract``, ``year``, ``authors`` (string or list), optional ``month``
-  (``YYYYMM`` int or ``"YYYY-MM"``), ``venue``, ``arxiv``.
+* ``papers.jsonl``: one JSON object a line with ``id`` (required) and ``title`` (a record without one is
+  kept as ``(untitled ID)`` and reported), ``abstract``, ``year``, ``date`` or ``month`` (``YYYY-MM[-DD]``
+  or ``YYYYMM``), ``authors`` (string or list), ``venue``, ``arxiv``, ``doi``, ``url``, ``external_ids``.
 * ``citations.tsv``: ``citing<TAB>cited`` a line.
 
-Self-loops, duplicate edges and edges to unknown ids are dropped (and counted).
-The month of an old-style arXiv id ``YYMM###`` is read from the id; otherwise
-from ``month``; otherwise the paper is taken as published in December of its
-year (so a leakage filter hides it whenever its year is in doubt).
+Self-loops, duplicate edges and edges to unknown ids are dropped (and counted: :mod:`crase_core.corpus_validation`).
+Dates (:func:`paper_month`): a year must have four digits and be plausible (else it is refused and the paper
+is undated); the month is the record's ``date``/``month``, else that of its arXiv identifier (the ``arxiv``
+field, or an old-style ``YYMM###`` id whose year is the record's ``year``), else December of its year (so a
+leakage filter hides it whenever its month is in doubt); a paper with neither is undated
+(:data:`UNDATED_MONTH`, after every date).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import environment
+from .corpus_validation import ParseNotes, ValidationReport, direction_counts, max_plausible_year
 from .errors import CorpusError
 from .records import Paper
 from .resources import corpus_dir
@@ -53,13 +56,107 @@ def month_from_id(paper_id: str) -> int | None:
     return year * 100 + mm
 
 
-def _parse_month(value: object) -> int | None:
+#: the stored year of a paper without one
+NO_YEAR = -(2**31)
+#: ``YYYYMM`` of an undated paper: after every date, so any leakage filter hides it
+UNDATED_MONTH = 999912
+_DATE = re.compile(r"^(\d{4})-?(\d{2})(?:-(\d{2}))?(?:[T ].*)?$")
+
+
+def parse_year(value: object) -> tuple[int | None, bool]:
+    """(year, refused) of a record's ``year`` value: an int or digit string of four digits in 1000 …
+    this year + 1 is a year; nothing (None, "") is (None, False); anything else — ``"99"``, ``0``, ``2999``,
+    ``"1998a"``, ``true`` — is refused: (None, True)."""
     if value is None or value == "":
-        return None
-    if isinstance(value, int):
-        return value if 100001 <= value <= 999912 else None
-    m = re.match(r"^(\d{4})-(\d{1,2})", str(value))
-    return int(m.group(1)) * 100 + int(m.group(2)) if m else None
+        return None, False
+    if isinstance(value, bool):
+        return None, True
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        text = value.strip()
+    elif isinstance(value, int):
+        text = str(value)
+    else:
+        return None, True
+    year = int(text)
+    if len(text) != 4 or not 1000 <= year <= max_plausible_year():
+        return None, True
+    return year, False
+
+
+def parse_date(value: object) -> tuple[int | None, bool]:
+    """(``YYYYMM``, refused) of a record's ``date``/``month`` value: ``"YYYY-MM"``, ``"YYYY-MM-DD"`` (a time
+    after it is ignored), ``"YYYYMM"`` or the int ``YYYYMM``, with a plausible year (:func:`parse_year`) and a
+    month 1–12; nothing is (None, False); anything else is refused."""
+    if value is None or value == "":
+        return None, False
+    text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    m = _DATE.match(text) if text.isascii() else None
+    if not m:
+        return None, True
+    year, refused = parse_year(m.group(1))
+    month = int(m.group(2))
+    if refused or year is None or not 1 <= month <= 12 or (m.group(3) and not 1 <= int(m.group(3)) <= 31):
+        return None, True
+    return year * 100 + month, False
+
+
+def _arxiv_month(row: Mapping[str, Any], pid: str, year: int | None) -> int | None:
+    """The month of the record's arXiv identifier: its ``arxiv`` field (``hep-th/9711200``, ``0704.0001``),
+    else its id when that is an old-style ``YYMM###`` number whose year is the record's ``year``."""
+    arxiv = row.get("arxiv")
+    if isinstance(arxiv, str) and arxiv.strip():
+        m = month_from_id(arxiv.strip().rsplit("/", 1)[-1])
+        if m is not None:
+            return m
+    m = month_from_id(pid)
+    return m if m is not None and year is not None and m // 100 == year else None
+
+
+def paper_month(row: Mapping[str, Any], pid: str, notes: ParseNotes | None = None,
+                where: str = "") -> tuple[int | None, int]:
+    """(year, ``YYYYMM``) of a ``papers.jsonl`` record by the rules of the module docstring; refused values
+    and the papers dated by year only or not at all are noted in ``notes`` (reasons of
+    :mod:`crase_core.corpus_validation`)."""
+    year, bad_year = parse_year(row.get("year"))
+    raw_date = row.get("date") if row.get("date") not in (None, "") else row.get("month")
+    month, bad_date = parse_date(raw_date)
+    if notes is not None:
+        if bad_year:
+            notes.note("implausible_years", f"{where} year {str(row.get('year'))[:20]!r}")
+        if bad_date:
+            notes.note("implausible_dates", f"{where} date {str(raw_date)[:20]!r}")
+    if month is None:
+        month = _arxiv_month(row, pid, year)
+    if year is None and month is not None:
+        year = month // 100
+    if month is None:
+        if year is None:
+            if notes is not None:
+                notes.note("undated", where)
+            return None, UNDATED_MONTH
+        if notes is not None:
+            notes.note("year_only")
+        month = year * 100 + 12
+    return year, month
+
+
+def _external_ids(row: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(kind, value)`` pairs of a record: ``arxiv`` first, then ``doi``, then ``external_ids`` (sorted)."""
+    out: list[tuple[str, str]] = []
+    if row.get("arxiv"):
+        out.append(("arXiv", str(row["arxiv"])))
+    if row.get("doi"):
+        out.append(("DOI", str(row["doi"])))
+    extra = row.get("external_ids")
+    if isinstance(extra, dict):
+        seen = {k for k, _ in out}
+        for k in sorted(extra, key=str):
+            v = extra[k]
+            if str(k) not in seen and isinstance(v, str | int) and not isinstance(v, bool) and str(v).strip():
+                out.append((str(k), str(v).strip()))
+    return tuple((_clean(k), _clean(v)) for k, v in out)
 
 
 def split_authors(value: object) -> tuple[str, ...]:
@@ -173,30 +270,32 @@ def _fingerprint(paths: Sequence[Path], ends: Sequence[int] | None = None) -> st
     return h.hexdigest()[:16]
 
 
-def parse_paper_line(line: str, path: Path, lineno: int) -> Paper | None:
+def parse_paper_line(line: str, path: Path, lineno: int, notes: ParseNotes | None = None) -> Paper | None:
     """The paper of one ``papers.jsonl`` line; None for a blank line or an empty id; CorpusError naming
-    ``path:lineno`` for a line that is not a paper record."""
+    ``path:lineno`` for a line that is not a paper record. What the record lacks or holds that is refused
+    (no id, no title, an implausible year or date, no date) is noted in ``notes``."""
     if not line.strip():
         return None
     try:
         row = json.loads(line)
-        pid = _clean(str(row["id"]).strip())
-        title = _clean(str(row.get("title") or "").strip())
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise CorpusError(f"{path}:{lineno}: not a paper record ({e})") from None
     if not isinstance(row, dict):
         raise CorpusError(f"{path}:{lineno}: not a paper record (expected a JSON object)")
+    pid = _clean(str(row["id"]).strip()) if row.get("id") is not None else ""
+    title = _clean(str(row.get("title") or "").strip())
+    where = f"{path.name}:{lineno}"
     if not pid:
+        if notes is not None:
+            notes.note("missing_ids", where)
         return None
-    year = row.get("year")
-    year = int(year) if isinstance(year, int | str) and str(year).isdigit() else None
-    month = month_from_id(pid) or _parse_month(row.get("month"))
-    if month is None:
-        month = year * 100 + 12 if year else 999912
-    if year is None and month != 999912:
-        year = month // 100
-    ext = (("arXiv", str(row["arxiv"])),) if row.get("arxiv") else ()
-    url = f"https://arxiv.org/abs/{row['arxiv']}" if row.get("arxiv") else str(row.get("url") or "")
+    if not title and notes is not None:
+        notes.note("missing_titles", f"{where} id {pid[:40]!r}")
+    year, month = paper_month(row, pid, notes, where)
+    external = _external_ids(row)
+    ids = dict(external)
+    url = (f"https://arxiv.org/abs/{ids['arXiv']}" if "arXiv" in ids else str(row.get("url") or "")
+           or (f"https://doi.org/{ids['DOI']}" if "DOI" in ids else ""))
     return Paper(
         id=pid,
         title=title or f"(untitled {pid})",
@@ -206,7 +305,7 @@ def parse_paper_line(line: str, path: Path, lineno: int) -> Paper | None:
         authors=tuple(_clean(a) for a in split_authors(row.get("authors"))),
         venue=_clean(str(row.get("venue") or "")),
         url=_clean(url),
-        external_ids=tuple((k, _clean(v)) for k, v in ext),
+        external_ids=external,
     )
 
 
@@ -237,6 +336,9 @@ class Corpus:
     base_fingerprint: str | None = None
     #: the folders of its appended segments, in order (each holds its papers, edges and postings)
     segments: tuple[Path, ...] = ()
+    #: what the build read, kept and dropped (:class:`~crase_core.corpus_validation.ValidationReport`; for a
+    #: corpus with appended segments, that of its first part)
+    validation: ValidationReport = field(default_factory=ValidationReport)
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -288,21 +390,28 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
     papers: list[Paper] = []
     index: dict[str, int] = {}
     months: list[int] = []
+    notes = ParseNotes()
+    read = 0
     for lineno, line in _lines(papers_path):
-        paper = parse_paper_line(line, papers_path, lineno)
+        paper = parse_paper_line(line, papers_path, lineno, notes)
+        read += bool(line.strip())
+        if paper is not None and paper.id in index:
+            notes.note("duplicate_ids", f"{papers_path.name}:{lineno} id {paper.id[:40]!r}")
         if paper is None or paper.id in index:
             continue  # blank line; duplicate id: first record wins
         index[paper.id] = len(papers)
         papers.append(paper)
-        months.append(paper.month or 999912)
+        months.append(paper.month or UNDATED_MONTH)
     if not papers:
         raise CorpusError(f"{papers_path} holds no papers")
 
     rows: list[int] = []
     cols: list[int] = []
     dropped = {"self_loops": 0, "unknown_ids": 0, "duplicates": 0, "malformed": 0}
+    lines = 0
     for _, line in _lines(cites_path):
         parts = line.rstrip("\n").split("\t")
+        lines += bool(line.strip())
         if len(parts) != 2:
             if line.strip():
                 dropped["malformed"] += 1
@@ -325,6 +434,12 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
     refs.sort_indices()
     cites = refs.T.tocsr()
     cites.sort_indices()
+    coo = refs.tocoo()
+    years = np.array([NO_YEAR if p.year is None else p.year for p in papers], dtype=np.int32)
+    report = ValidationReport(papers_read=read, papers_kept=n, citation_lines=lines, citations_kept=int(refs.nnz),
+                              dropped_edges=dict(dropped))
+    report.add_notes(notes)
+    report.newer_to_older, report.older_to_newer = direction_counts(coo.row, coo.col, years, NO_YEAR)
     return Corpus(
         name=name or directory.name,
         papers=papers,
@@ -334,4 +449,5 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
         cites=cites,
         fingerprint=_fingerprint([papers_path, cites_path]),
         dropped_edges=dropped,
+        validation=report,
     )

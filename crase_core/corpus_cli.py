@@ -8,14 +8,18 @@ Progress lines go to stderr, results to stdout; a problem a user can act on is a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
+from .corpus_validation import ValidationReport
 from .errors import CorpusError
 from .terminal import printable
 from .textindex import TextIndex
@@ -76,6 +80,46 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"{corpus.name}: {len(corpus):,} papers, {corpus.n_citations:,} citations "
           f"(fingerprint {corpus.fingerprint}); store {_size_mb(corpus.store):,.1f} MB at {corpus.store}{parts}, "
           f"text index {_size_mb(index.path):,.1f} MB; {time.perf_counter() - start:.1f} s")
+    print_report(corpus.validation)
+    return 0
+
+
+def print_report(report: ValidationReport) -> None:
+    """The validation report on stdout (warnings also on stderr, so a script that keeps stdout still sees them)."""
+    for line in report.lines():
+        print(printable(line))
+    for w in report.warnings():
+        print(f"crase corpus: warning: {printable(w)}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a stopped job, a closed terminal) interrupts like Ctrl-C, so that an import
+    removes its temporary folder before it exits."""
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .corpus_import import import_corpus
+
+    bar = ProgressBar()
+    with corpus_store.reporting(bar), _terminate_as_interrupt():
+        result = import_corpus(args.src, args.dest, args.format, workers=args.workers,
+                               progress=_quiet if bar.tty else _progress, manifest=not args.no_manifest)
+    print(f"{result.dest}: {result.n_papers:,} papers, {result.n_citations:,} citations imported from {args.format} "
+          f"in {result.seconds:.1f} s (store built: crase query --corpus {result.dest} …)")
+    print_report(result.report)
     return 0
 
 
@@ -125,6 +169,21 @@ def add_corpus_parser(sub: Any) -> None:
     b.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes that parse and tokenise papers (default: %(default)s)")
     b.set_defaults(func=cmd_build)
+    i = csub.add_parser("import", help="a new corpus folder (store built) from OpenAlex works, Semantic Scholar "
+                        "datasets files or papers.jsonl + citations.tsv",
+                        description="Import SRC into the new corpus folder DEST and build its store. openalex: a works "
+                        "snapshot folder (works/updated_date=…/part_*.gz, with or without manifest) or a file of API "
+                        "results; s2: a folder of Semantic Scholar datasets files (papers/, abstracts/, citations/); "
+                        "jsonl: a folder with papers.jsonl and citations.tsv. Field by field: docs/corpus_formats.md. "
+                        "DEST appears only when the import succeeded.")
+    i.add_argument("src", type=Path, help="what to import (file or folder)")
+    i.add_argument("dest", type=Path, help="the new corpus folder (must not exist)")
+    i.add_argument("--format", required=True, choices=("openalex", "s2", "jsonl"), help="the format of SRC")
+    i.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes that parse records (default: %(default)s)")
+    i.add_argument("--no-manifest", action="store_true",
+                   help="openalex: read every part file found, even when a manifest lists others")
+    i.set_defaults(func=cmd_import)
     a = csub.add_parser("add", help="append new papers and citations to a corpus (a new segment; no rebuild)")
     a.add_argument("folder", type=Path, help="the corpus folder (its files grow by the new lines)")
     a.add_argument("new", type=Path, help="folder with the new papers.jsonl (and citations.tsv)")

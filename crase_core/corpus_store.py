@@ -42,7 +42,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol, overload
@@ -52,7 +52,17 @@ import scipy.sparse as sp
 
 from . import atomic
 from .cache import cache_root
-from .corpus import Corpus, _decode_line, _find, _fingerprint, _line_blocks, parse_paper_line
+from .corpus import (
+    NO_YEAR,
+    UNDATED_MONTH,
+    Corpus,
+    _decode_line,
+    _find,
+    _fingerprint,
+    _line_blocks,
+    parse_paper_line,
+)
+from .corpus_validation import ParseNotes, ValidationReport, direction_counts
 from .errors import CorpusError, CraseError
 from .npy_folder import map_npy, read_meta
 from .records import Paper
@@ -62,8 +72,8 @@ from .textindex import DocTerms, PostingsBuilder, PostingsWriter
 log = logging.getLogger(__name__)
 
 FORMAT = "crase-corpus-store"
-VERSION = 3
-_NO_YEAR = -(2**31)
+VERSION = 4  # 4: the validation report in meta.json; years and months by corpus.paper_month's rules
+_NO_YEAR = NO_YEAR
 _TEXT = ("title", "abstract", "extra")
 _ARRAYS = ("ids", "ids_sorted", "id_order", "title_off", "abstract_off", "extra_off", "year", "month",
            "refs_indptr", "refs_indices", "cites_indptr", "cites_indices", "pending_src", "pending_dst")
@@ -88,6 +98,11 @@ class BuildStep:
 
 StepHook = Callable[[BuildStep], None]
 _STEP_HOOK: contextvars.ContextVar[StepHook | None] = contextvars.ContextVar("crase_build_steps", default=None)
+
+
+def current_hook() -> StepHook | None:
+    """The hook installed by the innermost :func:`reporting` block, if any."""
+    return _STEP_HOOK.get()
 
 
 @contextlib.contextmanager
@@ -295,6 +310,9 @@ class _Chunk:
     month: np.ndarray  # int32
     terms: DocTerms
     n_bytes: int  # bytes of the file this chunk covers (for progress)
+    wheres: list[str] = field(default_factory=list)  # each paper's "file:line"
+    notes: ParseNotes = field(default_factory=ParseNotes)  # what parsing found (validation report)
+    n_records: int = 0  # non-blank lines
 
 
 def _parse_chunk(job: tuple[str, int, bytes]) -> _Chunk:
@@ -305,15 +323,20 @@ def _parse_chunk(job: tuple[str, int, bytes]) -> _Chunk:
     years: list[int] = []
     months: list[int] = []
     docs: list[tuple[str, str]] = []
+    wheres: list[str] = []
+    notes = ParseNotes()
+    records = 0
     lines = data.split(b"\n")
     last = len(lines) - 1
     for k, raw in enumerate(lines):
         if not raw.strip():
             continue
+        records += 1
         line = _decode_line(raw, path, first + k)  # with its newline, as _lines gives it (JSON errors say so)
-        p = parse_paper_line(line + "\n" if k < last else line, path, first + k)
+        p = parse_paper_line(line + "\n" if k < last else line, path, first + k, notes)
         if p is None:
             continue
+        wheres.append(f"{path.name}:{first + k}")
         if "\x00" in p.id:
             raise CorpusError(f"{path}:{first + k}: the paper id holds a NUL character")
         ids.append(p.id)
@@ -322,11 +345,12 @@ def _parse_chunk(job: tuple[str, int, bytes]) -> _Chunk:
         text["extra"].append(json.dumps([list(p.authors), p.venue, p.url, [list(e) for e in p.external_ids]],
                                         ensure_ascii=False).encode("utf-8", "surrogatepass"))
         years.append(_NO_YEAR if p.year is None else p.year)
-        months.append(p.month or 999912)
+        months.append(p.month or UNDATED_MONTH)
         docs.append((p.title, p.abstract))
     return _Chunk(ids, {k: b"".join(v) for k, v in text.items()},
                   {k: np.fromiter(map(len, v), dtype=np.int64, count=len(v)) for k, v in text.items()},
-                  np.array(years, dtype=np.int32), np.array(months, dtype=np.int32), DocTerms.of(docs), len(data))
+                  np.array(years, dtype=np.int32), np.array(months, dtype=np.int32), DocTerms.of(docs), len(data),
+                  wheres, notes, records)
 
 
 def _chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[str, int, bytes]]:
@@ -363,13 +387,19 @@ class _PaperSink:
         self.year = array.array("i")
         self.month = array.array("i")
         self.postings = postings
+        self.notes = ParseNotes()  # what the chunks' parsing found, duplicates included
+        self.records = 0
 
     def add(self, chunk: _Chunk) -> None:
         index, known = self.index, self.known
         keep = np.ones(len(chunk.ids), dtype=bool)
+        self.notes.merge(chunk.notes)
+        self.records += chunk.n_records
         for j, pid in enumerate(chunk.ids):
             if pid in index or (known is not None and known(pid)):
                 keep[j] = False  # duplicate id: the first record wins
+                where = chunk.wheres[j] if j < len(chunk.wheres) else ""
+                self.notes.note("duplicate_ids", f"{where} id {pid[:40]!r}" if where else "")
             else:
                 index[pid] = len(index)
         whole = bool(keep.all())
@@ -427,8 +457,14 @@ class _SortedIds:
         if not ids.size or not keys.size:
             return np.full(keys.size, -1, dtype=np.int64)
         if keys.dtype.itemsize > ids.dtype.itemsize:
-            ids = self.sorted = ids.astype(keys.dtype)
-        elif keys.dtype.itemsize < ids.dtype.itemsize:
+            # a key longer than every id is no id; the others are looked up at the ids' width (the hashes of
+            # the ids are of that width: widening them would make every key of the block miss)
+            out = np.full(keys.size, -1, dtype=np.int64)
+            fits = np.flatnonzero(np.char.str_len(keys) <= ids.dtype.itemsize)
+            if fits.size:
+                out[fits] = self.positions(keys[fits].astype(ids.dtype))
+            return out
+        if keys.dtype.itemsize < ids.dtype.itemsize:
             keys = keys.astype(ids.dtype)
         if self._by_hash:
             hk = _hash_ids(keys)
@@ -583,6 +619,25 @@ def _id_arrays(ids: np.ndarray) -> dict[str, np.ndarray]:
     return {"ids": ids, "ids_sorted": ids[order], "id_order": order.astype(np.int64)}
 
 
+def _validation(sink: _PaperSink, n: int, keys: np.ndarray, years: np.ndarray, edges: _Edges,
+                valid_lines: int) -> tuple[dict[str, int], ValidationReport]:
+    """The build's dropped-edge counts and :class:`ValidationReport`: the sink's parse notes and counts, the
+    dropped edges, and the direction check over the unique edge ``keys`` (row·n + col), a block at a time."""
+    dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
+               "duplicates": int(valid_lines - keys.size), "malformed": edges.malformed}
+    lines = valid_lines + edges.self_loops + len(edges.pending_src) + edges.malformed
+    report = ValidationReport(papers_read=sink.records, papers_kept=n, citation_lines=lines,
+                              citations_kept=int(keys.size), dropped_edges=dict(dropped))
+    report.add_notes(sink.notes)
+    block = 1 << 22
+    for lo in range(0, keys.size, block):
+        part = keys[lo:lo + block]
+        a, b = direction_counts(part // n, part % n, years, NO_YEAR)
+        report.newer_to_older += a
+        report.older_to_newer += b
+    return dropped, report
+
+
 def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_target: Path | None = None,
           workers: int = 1, progress: Progress = _no_progress, chunk_bytes: int = _CHUNK_BYTES,
           block_postings: int = 4_000_000) -> Path:
@@ -634,18 +689,17 @@ def build(folder: Path, fingerprint: str, target: Path, name: str, *, index_targ
         keys += edges.cols
         edges.rows = edges.cols = _cat64([])  # freed before the sort (8 B a citation line each)
         keys = np.unique(keys)
-        dropped = {"self_loops": edges.self_loops, "unknown_ids": len(edges.pending_src),
-                   "duplicates": int(before - keys.size), "malformed": edges.malformed}
+        years = np.frombuffer(sink.year, dtype=np.int32)
+        dropped, validation = _validation(sink, n, keys, years, edges, before)
         report("store", 0.8, f"{keys.size:,} citations; writing the store ({time.perf_counter() - start:.0f} s)")
-        arrays = {**id_arrays, "year": np.frombuffer(sink.year, dtype=np.int32),
-                  "month": np.frombuffer(sink.month, dtype=np.int32),
+        arrays = {**id_arrays, "year": years, "month": np.frombuffer(sink.month, dtype=np.int32),
                   **{f"{k}_off": np.frombuffer(sink.offsets[k], dtype=np.int64) for k in _TEXT},
                   **_graph_arrays(keys, n),
                   "pending_src": _s_array(edges.pending_src), "pending_dst": _s_array(edges.pending_dst)}
         del keys, edges
         _finish(tmp, arrays, {"name": name, "fingerprint": fingerprint, "n_papers": n,
                               "n_refs": int(arrays["refs_indices"].size), "valid_lines": int(before),
-                              "dropped_edges": dropped})
+                              "dropped_edges": dropped, "validation": validation.to_dict()})
         del arrays
         report("index", 0.85, f"writing the text index ({time.perf_counter() - start:.0f} s)")
         writer.finish(on_block=lambda f: report("index", 0.85 + 0.15 * f, "merging the text index", line=False))
@@ -729,10 +783,12 @@ def open_store(path: Path, fingerprint: str | None = None, name: str | None = No
     _check_shapes(a, n, n_refs)
     cols = _Columns(a["ids"], {k: a[k] for k in _TEXT}, {k: a[f"{k}_off"] for k in _TEXT}, a["year"], a["month"])
     dropped = {str(k): int(v) for k, v in dict(meta.get("dropped_edges") or {}).items()}
+    saved = meta.get("validation")
+    validation = ValidationReport.from_dict(saved if isinstance(saved, dict) else {})
     return Corpus(name=name or str(meta.get("name")), papers=StorePapers(cols),
                   index=IdIndex(a["ids_sorted"], a["id_order"]), months=a["month"],
                   refs=_csr(a["refs_indptr"], a["refs_indices"], n), cites=_csr(a["cites_indptr"], a["cites_indices"], n),
-                  fingerprint=str(meta["fingerprint"]), dropped_edges=dropped, store=path)
+                  fingerprint=str(meta["fingerprint"]), dropped_edges=dropped, store=path, validation=validation)
 
 
 def verify(path: Path) -> list[str]:

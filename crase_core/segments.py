@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from . import atomic
 from . import corpus_store as cs
 from .corpus import Corpus, _fingerprint, hash_range
+from .corpus_validation import ValidationReport, direction_counts
 from .errors import CorpusError
 from .npy_folder import map_npy, read_meta
 from .records import Paper
@@ -399,7 +400,9 @@ def open_chain(path: Path, fingerprint: str | None = None, name: str | None = No
     dropped = {str(k): int(v) for k, v in dict(meta.get("dropped_edges") or {}).items()}
     return Corpus(name=name or str(meta.get("name")), papers=ChainedPapers(store_papers), index=index, months=months,
                   refs=refs, cites=cites, fingerprint=str(meta["fingerprint"]), dropped_edges=dropped,
-                  store=path, base_fingerprint=base.fingerprint, segments=tuple(s.path for s in segs))
+                  store=path, base_fingerprint=base.fingerprint, segments=tuple(s.path for s in segs),
+                  validation=ValidationReport.from_dict(meta["validation"]) if isinstance(meta.get("validation"), dict)
+                  else base.validation)
 
 
 def verify_chain(path: Path) -> list[str]:
@@ -462,6 +465,27 @@ class Appended:
     papers: int
     citations: int
     total_papers: int
+
+
+def _grown_validation(corpus: Corpus, chain: Chain, sink: Any, new_years: np.ndarray, u: np.ndarray, v: np.ndarray,
+                      n: int, n_refs: int, dropped: dict[str, int], edges: Any, loops: int,
+                      resolved: int) -> ValidationReport:
+    """The validation report a build of the grown files gives (its examples aside: they name lines of the
+    batch's own file): the corpus's report plus the batch's parse notes, its citation lines and the direction
+    of the edges it adds (``u`` → ``v``, global positions)."""
+    report = ValidationReport.from_dict(corpus.validation.to_dict())
+    report.add_notes(sink.notes)
+    report.papers_read += sink.records
+    report.papers_kept = n
+    report.citation_lines += edges.rows.size + edges.self_loops + len(edges.pending_src) + edges.malformed
+    report.citations_kept = n_refs
+    report.dropped_edges = dict(dropped)
+    years = np.concatenate([np.asarray(cs._map_one(chain.base_path, "year")),
+                            *(s.arrays["year"] for s in chain.segments), new_years])
+    a, b = direction_counts(u.astype(np.int64), v.astype(np.int64), years, cs.NO_YEAR)
+    report.newer_to_older += a
+    report.older_to_newer += b
+    return report
 
 
 def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Path | None, fingerprint: str,
@@ -541,6 +565,8 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
                   "ref_src": u, "ref_dst": v, "cite_dst": rev >> 32, "cite_src": rev & 0xFFFFFFFF,
                   "pending_src": cs._s_array(edges.pending_src), "pending_dst": cs._s_array(edges.pending_dst),
                   "resolved": resolved.astype(np.int64)}
+        validation = _grown_validation(corpus, chain, sink, arrays["year"], u, v, n, n_refs, dropped,
+                                       edges, int(loops.sum()), int(resolved.size))
         assert isinstance(sink.postings, PostingsBuilder)
         save_postings(sink.postings.finish(), tmp / "postings")
         base_name = chain.base_path.name
@@ -548,7 +574,7 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
                   "base": base_name, "base_fingerprint": str(chain.base_meta["fingerprint"]),
                   "chain": [s.path.name for s in chain.segments], "first": n_old, "n_papers": n_new,
                   "totals": {"n_papers": n, "n_refs": n_refs, "valid_lines": valid_lines},
-                  "dropped_edges": dropped, "source": dict(source)}
+                  "dropped_edges": dropped, "source": dict(source), "validation": validation.to_dict()}
         _write_meta(tmp, arrays, header)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -624,7 +650,8 @@ def merge(corpus: Corpus, target: Path, index_target: Path) -> Path:
                   "pending_src": _narrowest(psrc), "pending_dst": _narrowest(pdst)}
         cs._finish(tmp, arrays, {"name": corpus.name, "fingerprint": corpus.fingerprint, "n_papers": n,
                                  "n_refs": int(keys.size), "valid_lines": int(last["totals"]["valid_lines"]),
-                                 "dropped_edges": dict(corpus.dropped_edges)},
+                                 "dropped_edges": dict(corpus.dropped_edges),
+                                 "validation": corpus.validation.to_dict()},
                    text_prefix_crc={k: tuple(chain.base_meta["files"][f"{k}.bin"][2:4]) for k in cs._TEXT})
         del arrays, keys
         index = TextIndex.for_corpus(corpus)

@@ -25,6 +25,23 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ["CRASE_CACHE_DIR"] = old
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _pool_fill_off(request):
+    """The tiny test corpora hold fewer than k papers, so the sparse-pool fill
+    (``crase_core.stages.expansion.POOL_FILL``) would add to every graph they pin: tests run without it unless
+    their module sets ``POOL_FILL_ON = True`` (tests/test_pool_fill.py). Module-scoped, so that module-scoped
+    fixtures that run a query see it too."""
+    if getattr(request.module, "POOL_FILL_ON", False):
+        yield
+        return
+    from crase_core.stages import expansion
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(expansion, "POOL_FILL", "off")
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def hepth_source(_isolated_cache):
     """The embedded hep-th corpus with its BM25 index (built once per session)."""

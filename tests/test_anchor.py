@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from crase_core.anchor import anchor_scores
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.settings import PipelineSettings
 from crase_core.stages.seeding import Seeding, search_full_query
 from crase_core.termstats import index_idf
@@ -45,7 +45,7 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 def test_words_only_hidden_papers_hold_score_nothing(tiny_source):
     # "entanglement", "corrections": only in 0001001; "derive": only in 9901001 and 0001001 (both hidden)
     query = "entanglement corrections derive"
-    visible = tiny_source.restricted(leakage_filter(Q))
+    visible = tiny_source.restricted(query_filter(Q, tiny_source))
     index, corpus = tiny_source.text_index, tiny_source.corpus
     hidden = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible.visible)
     assert not hidden.any()
@@ -55,7 +55,7 @@ def test_words_only_hidden_papers_hold_score_nothing(tiny_source):
 
 def test_no_hidden_paper_reaches_the_full_query_search_with_anchor_text(tiny_source):
     settings = PipelineSettings(anchor_weight=0.5)
-    visible = tiny_source.restricted(leakage_filter(Q))
+    visible = tiny_source.restricted(query_filter(Q, tiny_source))
     seeding = search_full_query(Q.query, Seeding([], []), visible, settings)
     assert seeding.query_hits and not HIDDEN & {h.paper_id for h in seeding.query_hits}
     assert HIDDEN & {h.paper_id for h in search_full_query(Q.query, Seeding([], []), tiny_source, settings).query_hits}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from crase_core.errors import InputError
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, load_benchmark, month_of_id
+from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, load_benchmark
 from crase_core.evaluation.metrics import (
     aggregate_rows,
     average_precision,
@@ -44,13 +44,12 @@ def test_recall_is_pooled_and_map_is_averaged():
     assert m3["recall@5"] == pytest.approx(3 / 5) and m3["map@5"] == pytest.approx((1 + 2 / 3 + 3 / 5) / 8)
 
 
-def test_month_of_id_and_leakage_filter():
-    assert month_of_id("9711200") == 199711
-    assert month_of_id("0201018") == 200201
-    assert month_of_id("hep-th/9711200") is None and month_of_id("9713001") is None
-    f = leakage_filter(BenchQuery("q", "x", ("1",), paper_id="0201018"))
+def test_leakage_filter_needs_a_month():
+    f = leakage_filter(BenchQuery("q", "x", ("1",), paper_id="0201018"), 200201)
     assert f is not None and f.max_month == 200201 and f.exclude == frozenset({"0201018"})
-    assert leakage_filter(BenchQuery("q", "x", ("1",))) is None
+    assert leakage_filter(BenchQuery("q", "x", ("1",)), None) is None
+    with pytest.raises(InputError):  # no month: refused, never guessed from the id
+        leakage_filter(BenchQuery("q", "x", ("1",), paper_id="0201018"), None)
 
 
 def test_load_benchmark_reads_the_dev_format_and_rejects_bad_lines(tmp_path):
@@ -84,7 +83,7 @@ def test_the_dev_benchmarks_in_the_repository_parse():
 
     root = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
     refs = load_benchmark(root / "hepth_refs_dev.jsonl")
-    assert len(refs) == 150 and all(q.paper_id and month_of_id(q.paper_id) for q in refs)
+    assert len(refs) == 150 and all(q.paper_id for q in refs)
     ls = load_benchmark(root / "hepth_litsearch_dev.jsonl")
     assert len(ls) == 70 and all(1 <= len(q.relevant) <= 4 for q in ls)
     assert {q.extra.get('kind') for q in ls} == {'specific', 'broad', 'paraphrase', 'short'}

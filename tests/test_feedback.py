@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.feedback import FeedbackTerm, feedback_terms, interpolate
 from crase_core.records import Paper
 from crase_core.settings import PipelineSettings
@@ -70,7 +70,7 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 
 def test_no_hidden_paper_reaches_the_feedback_or_the_full_query_search(tiny_source):
     settings = PipelineSettings(feedback_docs=10, feedback_terms=10)
-    visible = tiny_source.restricted(leakage_filter(Q))
+    visible = tiny_source.restricted(query_filter(Q, tiny_source))
     seeding = search_full_query(Q.query, Seeding([], []), visible, settings)
     assert seeding.feedback and seeding.query_hits
     assert not HIDDEN & {h.paper_id for h in seeding.query_hits}

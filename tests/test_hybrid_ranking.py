@@ -9,7 +9,7 @@ from pinned_settings import pinned
 
 from crase_core.backends import offline_backend
 from crase_core.errors import InputError
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
 from crase_core.settings import PipelineSettings
@@ -232,7 +232,7 @@ HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
                                      {"query_seeds": 10, "anchor_restart_weight": 1.0, "text_floor": 20},
                                      {"preset": "default"}, {"preset": "paper"}])
 def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):
-    source = tiny_source.restricted(leakage_filter(Q))
+    source = tiny_source.restricted(query_filter(Q, tiny_source))
     values = {k: v for k, v in changes.items() if k != "preset"}
     settings = PipelineSettings.from_preset(changes.get("preset", "default"), m=3, k=10, text_candidates=100, **values)
     trace = run_query(Q.query, Engine(source, offline_backend()), settings)

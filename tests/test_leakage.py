@@ -8,7 +8,7 @@ import pytest
 
 from crase_core.backends import offline_backend
 from crase_core.errors import InputError
-from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, query_filter
 from crase_core.evaluation.dense import DenseIndex
 from crase_core.evaluation.methods import PAPER_ALPHA, run_method
 from crase_core.pipeline import Engine, run_query
@@ -21,24 +21,31 @@ Q = BenchQuery("cit", "black hole microstates anti-de Sitter holography entropy 
 HIDDEN = {"9901001", "9902001", "0001001", "0002001"}
 
 
-def test_a_query_whose_month_is_unknown_is_refused():
-    q = BenchQuery("x", "anything", ("9801001",), paper_id="math/0101001")
-    with pytest.raises(InputError, match="cannot be determined"):
-        leakage_filter(q)
-    # a caller that knows the month may pass it
+def test_a_query_whose_paper_cannot_be_dated_is_refused(tiny_source):
+    q = BenchQuery("x", "anything", ("9801001",), paper_id="math/0101001")  # not in the corpus, no date given
+    with pytest.raises(InputError, match="date of paper 'math/0101001' is not known"):
+        query_filter(q, tiny_source)
+    # the benchmark line's own date or year dates a paper the corpus does not have
+    dated = BenchQuery("x", "anything", ("9801001",), paper_id="math/0101001", extra={"date": "2001-01-15"})
+    assert query_filter(dated, tiny_source).max_month == 200101
+    by_year = BenchQuery("x", "anything", ("9801001",), paper_id="math/0101001", year=2001)
+    assert query_filter(by_year, tiny_source).max_month == 200112
+    # a caller that knows the month may pass it; without one the filter refuses
     f = leakage_filter(q, paper_month=200101)
     assert f is not None and f.max_month == 200101 and f.exclude == frozenset({"math/0101001"})
-    assert leakage_filter(BenchQuery("nl", "q", ("1",))) is None  # no paper: nothing to hide
+    with pytest.raises(InputError):
+        leakage_filter(q, None)
+    assert leakage_filter(BenchQuery("nl", "q", ("1",)), None) is None  # no paper: nothing to hide
 
 
-def test_month_of_the_query_hides_it_and_everything_later():
-    f = leakage_filter(Q)
+def test_month_of_the_query_hides_it_and_everything_later(tiny_source):
+    f = query_filter(Q, tiny_source)
     assert f is not None and f.max_month == 199901 and f.exclude == frozenset({"9901001"})
 
 
 @pytest.mark.parametrize("fusion", ["none", "rrf"])
 def test_no_hidden_id_anywhere_in_the_run(tiny_source, fusion):
-    source = tiny_source.restricted(leakage_filter(Q))
+    source = tiny_source.restricted(query_filter(Q, tiny_source))
     # every text hit may become a candidate; the query restart and the fusion read the full-query search
     settings = PipelineSettings(m=3, k=10, text_candidates=100, personalization="query", fusion=fusion)
     trace = run_query(Q.query, Engine(source, offline_backend()), settings)
@@ -66,7 +73,7 @@ class _FakeModel:
 
 
 def test_the_dense_baseline_never_returns_a_hidden_paper(tiny_source):
-    source = tiny_source.restricted(leakage_filter(Q))
+    source = tiny_source.restricted(query_filter(Q, tiny_source))
     dense = DenseIndex.__new__(DenseIndex)
     dense.model = _FakeModel()
     dense.ids = [p.id for p in tiny_source.corpus.papers]
@@ -80,7 +87,7 @@ def test_the_dense_baseline_never_returns_a_hidden_paper(tiny_source):
 
 
 def test_ppr_unpruned_runs_the_papers_alpha_and_says_so(tiny_source):
-    source = tiny_source.restricted(leakage_filter(Q))
+    source = tiny_source.restricted(query_filter(Q, tiny_source))
     out = run_method("ppr-unpruned", Q, Engine(source, offline_backend()), PipelineSettings(m=3, k=10, alpha=0.5))
     assert PAPER_ALPHA == 0.15
     assert out.stats["ppr_alpha"] == 0.15
@@ -96,12 +103,12 @@ def test_no_hidden_id_anywhere_with_semantic_feedback(tiny_source):
 
     corpus, index = tiny_source.corpus, tiny_source.text_index
     settings = PipelineSettings(m=3, k=10, text_candidates=100, semantic_feedback_weight=0.8)
-    top = search(tiny_source.restricted(leakage_filter(Q)), Q.query, settings)[0].paper.id
+    top = search(tiny_source.restricted(query_filter(Q, tiny_source)), Q.query, settings)[0].paper.id
     m = np.random.default_rng(1).normal(size=(len(corpus), 8))
     for pid in HIDDEN:
         m[corpus.index[pid]] = m[corpus.index[top]]
     emb = DocEmbeddings((m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32))
-    source = LocalSource(corpus, index, leakage_filter(Q), emb)
+    source = LocalSource(corpus, index, query_filter(Q, tiny_source), emb)
     trace = run_query(Q.query, Engine(source, offline_backend()), settings)
     assert trace.semantic_feedback and trace.query_hits
     assert not HIDDEN & {h.paper_id for h in trace.query_hits}

@@ -35,7 +35,7 @@ def test_the_top_hits_nearest_papers_join_and_the_list_keeps_its_length_and_scal
 
 
 def test_a_hidden_paper_never_joins_even_when_it_is_the_nearest(tiny_source):
-    from crase_core.evaluation.benchmark import BenchQuery, leakage_filter
+    from crase_core.evaluation.benchmark import BenchQuery, query_filter
     from crase_core.sources.local import LocalSource
 
     q = BenchQuery("cit", "black hole microstates anti-de Sitter holography entropy counting",
@@ -43,14 +43,14 @@ def test_a_hidden_paper_never_joins_even_when_it_is_the_nearest(tiny_source):
     hidden = {"9901001", "9902001", "0001001", "0002001"}
     corpus = tiny_source.corpus
     settings = PipelineSettings(semantic_feedback_weight=0.8, proximity_weight=0.0, proximity_window_weight=0.0)
-    plain = LocalSource(corpus, tiny_source.text_index, leakage_filter(q))
+    plain = LocalSource(corpus, tiny_source.text_index, query_filter(q, tiny_source))
     top = search(plain, q.query, settings)[0].paper.id
     rng = np.random.default_rng(0)
     m = rng.normal(size=(len(corpus), 16))
     for pid in hidden:  # every hidden paper sits exactly on the top hit
         m[corpus.index[pid]] = m[corpus.index[top]]
     emb = DocEmbeddings((m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32))
-    fused = search(LocalSource(corpus, tiny_source.text_index, leakage_filter(q), emb), q.query, settings)
+    fused = search(LocalSource(corpus, tiny_source.text_index, query_filter(q, tiny_source), emb), q.query, settings)
     assert fused and fused[0].paper.id == top and not hidden & {r.paper.id for r in fused}
     # the same fusion with everything visible does bring them in (the test can fail)
     unfiltered = search(plain, q.query, settings)

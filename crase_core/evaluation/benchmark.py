@@ -8,9 +8,15 @@ text is not valid Unicode (bytes that are not UTF-8, a lone surrogate such as
 ``"\ud800"``) is kept as a query with a ``problem``: the evaluation records an
 error row for it and goes on.
 
-Protocol (``../shared/data/README.md``): when a query comes from paper P, P
-and every paper whose month is later than P's are invisible to search,
-expansion and ranking. The month of a hep-th id is its ``YYMM`` prefix.
+Protocol (``../shared/data/README.md``), on any corpus (:func:`query_filter`): when a query comes from paper
+P, P and every paper dated after P are invisible to search, expansion and ranking. P's date is the
+corpus's (its publication date, else its year — a year alone counts as December of that year, so papers of
+the same year stay visible), read from the source, never from the id; when the source has no date for P,
+the benchmark line's own ``date`` or ``year``; failing both the query is an error (counted; ``crase eval``
+exits non-zero). Dates are compared by month. Undated papers of the corpus are hidden from every dated
+query (they cannot be placed before it). A query whose line says ``"kind": "refs"``, or whose text is the
+title of a corpus paper that cites at least half of its relevant papers, must name that paper
+(``paper_id``): without it the filter would be off and the query would see its own paper.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..corpus import UNDATED_MONTH, parse_date, parse_year
 from ..errors import InputError
-from ..sources.base import SourceFilter
+from ..sources.base import PaperSource, SourceFilter
 
 
 @dataclass(frozen=True)
@@ -65,32 +72,73 @@ def _text_problem(value: Any, where: str) -> tuple[Any, str | None]:
     return value, None
 
 
-def month_of_id(paper_id: str) -> int | None:
-    """``YYYYMM`` of a hep-th style id (``YYMM###``, e.g. 9711200 → 199711); None when it is not one."""
-    pid = paper_id.strip()
-    if len(pid) != 7 or not pid.isdigit():
-        return None
-    yy, mm = int(pid[:2]), int(pid[2:4])
-    if not 1 <= mm <= 12:
-        return None
-    year = 1900 + yy if yy >= 90 else 2000 + yy
-    return year * 100 + mm
-
-
-def leakage_filter(q: BenchQuery, paper_month: int | None = None) -> SourceFilter | None:
-    """The SourceFilter hiding q's paper and everything after its month; None for a query with no paper.
-
-    ``paper_month`` overrides the month derived from the id (sources whose ids do not encode one).
-    Raises :class:`InputError` when the month cannot be determined: hiding only the query paper would
-    leave the papers after it visible, i.e. leak the future into the answer.
-    """
+def leakage_filter(q: BenchQuery, paper_month: int | None) -> SourceFilter | None:
+    """The SourceFilter hiding q's paper and everything dated after ``paper_month`` (``YYYYMM``); None for a
+    query with no paper. Raises :class:`InputError` when the month is not known: hiding only the query paper
+    would leave the papers after it visible, i.e. leak the future into the answer."""
     if not q.paper_id:
         return None
-    month = paper_month if paper_month is not None else month_of_id(q.paper_id)
-    if month is None:
-        raise InputError(f"query {q.qid}: the month of paper {q.paper_id!r} cannot be determined from its id "
-                         "(hep-th style YYMM###); refusing to run it without the leakage filter")
-    return SourceFilter(max_month=month, exclude=frozenset({q.paper_id}))
+    if paper_month is None or paper_month >= UNDATED_MONTH:
+        raise InputError(f"query {q.qid}: the date of paper {q.paper_id!r} is not known (the corpus has none and "
+                         "the benchmark line gives no 'date' or 'year'); refusing to run it without the leakage filter")
+    return SourceFilter(max_month=paper_month, exclude=frozenset({q.paper_id}))
+
+
+def line_month(q: BenchQuery) -> int | None:
+    """``YYYYMM`` of the benchmark line's own ``date`` (``YYYY-MM[-DD]``), else December of its ``year``."""
+    month, _ = parse_date(q.extra.get("date"))
+    if month is not None:
+        return month
+    year, _ = parse_year(q.year)
+    return year * 100 + 12 if year is not None else None
+
+
+def query_month(q: BenchQuery, source: PaperSource) -> int | None:
+    """The month the leakage filter hides after: the source's date of q's paper (publication month, else
+    December of its year), else the line's own date (:func:`line_month`); None when neither is known."""
+    assert q.paper_id
+    paper = source.get([q.paper_id]).get(q.paper_id)
+    if paper is not None:
+        month = paper.month if paper.month is not None else (paper.year * 100 + 12 if paper.year else None)
+        if month is not None and month < UNDATED_MONTH:
+            return month
+    return line_month(q)
+
+
+def _norm(text: str) -> str:
+    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
+
+
+def source_paper_of(q: BenchQuery, source: PaperSource, limit: int = 10) -> str | None:
+    """The corpus paper a query without ``paper_id`` was evidently taken from: one whose title is the query's
+    text and that cites at least half (and at least one) of its relevant papers; None when there is none."""
+    if not _norm(q.query):
+        return None
+    for hit in source.search(q.query, limit):
+        if _norm(hit.paper.title) != _norm(q.query):
+            continue
+        refs = set(source.references(hit.paper.id).ids)
+        shared = len(refs & set(q.relevant))
+        if shared and 2 * shared >= len(q.relevant):
+            return hit.paper.id
+    return None
+
+
+def query_filter(q: BenchQuery, source: PaperSource) -> SourceFilter | None:
+    """The leakage filter of ``q`` on ``source`` (the unfiltered source; module docstring), None for a query
+    that comes from no paper. :class:`InputError` when its paper cannot be dated, and for a refs-style query
+    that names no paper (``"kind": "refs"``, or :func:`source_paper_of` finds its paper)."""
+    if q.paper_id:
+        return leakage_filter(q, query_month(q, source))
+    if q.extra.get("kind") == "refs":
+        raise InputError(f"query {q.qid}: a refs-style query ('kind': 'refs') without 'paper_id': the leakage filter "
+                         "cannot hide its paper and the future; add the paper's id (crase bench make writes it)")
+    found = source_paper_of(q, source) if getattr(source, "text_index", None) is not None else None
+    if found is not None:
+        raise InputError(f"query {q.qid}: its text is the title of corpus paper {found!r}, which cites its relevant "
+                         "papers, but the line names no 'paper_id': without it the leakage filter is off and the "
+                         f"query sees its own paper; add \"paper_id\": \"{found}\"")
+    return None
 
 
 def load_benchmark(path: str | Path, limit: int | None = None) -> list[BenchQuery]:

@@ -4,13 +4,16 @@
 parser. Contract: ``crase eval BENCH.jsonl --out DIR [--method M] [pipeline
 options]`` writes ``DIR/summary.json``, ``DIR/per_query.jsonl`` and
 ``DIR/report.md`` (+ PNG plots). ``--ablation NAME`` runs every variant of the
-family into ``DIR/<variant>/`` and writes one comparison report in ``DIR``.
+family into ``DIR/<variant>/`` and writes one comparison report in ``DIR``. When any query errored (its
+row holds the error; e.g. a query paper the leakage filter cannot date) the command says so on stderr and
+exits with status 3.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +21,13 @@ from typing import Any
 from ..config import add_arguments, settings_from_args
 from ..errors import InputError
 from ..rankers import ranker_names
-from .harness import CORRUPTIONS, EvalJob, run_eval
+from ..terminal import printable
+from .harness import CORRUPTIONS, EvalJob, read_rows, run_eval
 from .methods import METHODS
 from .report import RunSummary, write_report
+
+#: exit status of an evaluation in which a query errored (its results are written; the numbers count it as a miss)
+EXIT_QUERY_ERRORS = 3
 
 ABLATIONS: dict[str, str] = {
     "baselines": "every method on the same candidate pool (paper Table 1)",
@@ -100,10 +107,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         path = write_report(out, runs, title=f"crase eval: {label}")
     for r in runs:
         s = r.summary
+        errors = f", {s['errors']} errored" if s.get("errors") else ""
         print(f"{r.label:<22} R@5 {s['recall@5']:.4f}  R@50 {s['recall@50']:.4f}  "
-              f"MAP@5 {s['map@5']:.4f}  MAP@50 {s['map@50']:.4f}  ({s['queries']} queries)")
+              f"MAP@5 {s['map@5']:.4f}  MAP@50 {s['map@50']:.4f}  ({s['queries']} queries{errors})")
     print(f"report: {path}")
-    return 0
+    failed = [(r, s) for r in runs if (s := r.summary).get("errors")]
+    for r, s in failed:
+        first = next((row for row in read_rows(Path(r.folder) / "per_query.jsonl") if row.get("error")), None)
+        example = f" (first: {printable(first['qid'])}: {printable(first['error'])[:300]})" if first else ""
+        print(f"crase eval: {r.label}: {s['errors']} of {s['queries']} queries errored{example}; they count as "
+              f"misses in the numbers above. Fix the cause, then rerun with --retry-errors", file=sys.stderr)
+    return EXIT_QUERY_ERRORS if failed else 0
 
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -40,9 +40,10 @@ from ..cache import stable_hash
 from ..errors import CraseError, InputError
 from ..llm.config import redact_url
 from ..pipeline import Engine
-from ..runtime import RuntimeConfig, build_engine, local_source
+from ..runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_source
 from ..settings import PipelineSettings
-from .benchmark import BenchQuery, leakage_filter, load_benchmark
+from ..sources.base import PaperSource
+from .benchmark import BenchQuery, load_benchmark, query_filter
 from .methods import METHODS, run_method
 from .metrics import KS, aggregate_rows, per_query_metrics
 
@@ -98,6 +99,11 @@ class EvalJob:
         return fp
 
 
+def unfiltered_source(runtime: RuntimeConfig) -> PaperSource:
+    """The run's paper source without any filter: where the leakage filter reads a query paper's date."""
+    return SOURCE_FACTORIES[runtime.source](runtime) if runtime.source in SOURCE_FACTORIES else build_engine(runtime).source
+
+
 def settings_for(job: EvalJob, q: BenchQuery) -> PipelineSettings:
     if job.age_reference == "query" and q.year is not None:
         return job.settings.replace(age_reference_year=q.year)
@@ -111,7 +117,7 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
     try:
         if q.problem:
             raise InputError(q.problem)
-        engine = build_engine(job.runtime, source_filter=leakage_filter(q))
+        engine = build_engine(job.runtime, source_filter=query_filter(q, unfiltered_source(job.runtime)))
         settings = settings_for(job, q)
         if job.corrupt_seeds:
             from .stress import corrupted_run

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import corpus_folder, environment
-from ..corpus import Corpus, load_corpus
+from ..citation_contexts import CitationContexts
+from ..corpus import DEFAULT_CORPUS_DIR, Corpus, load_corpus
 from ..records import Paper
 from ..semantic import DocEmbeddings, shipped_embeddings
 from ..textindex import TextIndex
@@ -27,7 +28,7 @@ def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int
     damaged store is rebuilt (a warning says so). When the cache folder cannot be written the corpus is
     parsed into memory and a warning says so.
     """
-    from ..corpus import DEFAULT_CORPUS_DIR, _find
+    from ..corpus import _find
 
     folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     try:
@@ -47,9 +48,13 @@ class LocalSource:
     external_calls = 0
 
     def __init__(self, corpus: Corpus, index: TextIndex, filter: SourceFilter | None = None,
-                 embeddings: DocEmbeddings | None = None, *, shipped_embeddings: bool = False):
+                 embeddings: DocEmbeddings | None = None, *, shipped_embeddings: bool = False,
+                 folder: Path | None = None):
         self.corpus = corpus
         self.text_index = index
+        #: the corpus folder (its optional citation_contexts.jsonl), when opened from one
+        self.folder = folder
+        self._contexts: CitationContexts | None | bool = False  # False: not opened yet
         self._embeddings = embeddings
         # read the shipped embeddings at first use (a query), not while the source opens: opening runs in the
         # app's prefetch thread, and np.load parses each file's header with ast, which CPython 3.11 must not do
@@ -72,7 +77,8 @@ class LocalSource:
         """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
         apply when its store must be built first)."""
         corpus = open_corpus(directory, workers=workers, progress=progress)
-        return cls(corpus, TextIndex.for_corpus(corpus), shipped_embeddings=True)
+        folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+        return cls(corpus, TextIndex.for_corpus(corpus), shipped_embeddings=True, folder=folder)
 
     @property
     def embeddings(self) -> DocEmbeddings | None:
@@ -87,7 +93,31 @@ class LocalSource:
         return f"{c.name} ({len(c):,} papers, {c.n_citations:,} citations); filter: {self.filter.describe()}"
 
     def restricted(self, filter: SourceFilter) -> LocalSource:
-        return LocalSource(self.corpus, self.text_index, filter, self._embeddings, shipped_embeddings=self._shipped)
+        out = LocalSource(self.corpus, self.text_index, filter, self._embeddings, shipped_embeddings=self._shipped,
+                          folder=self.folder)
+        out._contexts = self._contexts
+        return out
+
+    @property
+    def citation_contexts(self) -> CitationContexts | None:
+        """The corpus folder's citation contexts (``citation_contexts.jsonl``), opened at first use; None without."""
+        if self._contexts is False:
+            self._contexts = CitationContexts.open(self.folder)
+        return self._contexts if isinstance(self._contexts, CitationContexts) else None
+
+    def contexts(self, citing: str, cited: str) -> tuple[list[str], list[str]]:
+        """(citing sentences, intents) of the citation citing → cited; ([], []) when the corpus has none."""
+        found = self.citation_contexts
+        if found is None or not (self.is_visible(citing) and self.is_visible(cited)):
+            return [], []
+        return found.lookup(citing, cited)
+
+    def edge_contexts(self, edges: Collection[tuple[str, str]]) -> dict[tuple[str, str], tuple[list[str], list[str]]]:
+        """(contexts, intents) of every visible edge of ``edges`` that the corpus has contexts for ({} without a file)."""
+        found = self.citation_contexts
+        if found is None or not edges:
+            return {}
+        return {e: c for e, c in found.of_edges(edges).items() if self.is_visible(e[0]) and self.is_visible(e[1])}
 
     def is_visible(self, paper_id: str) -> bool:
         i = self.corpus.index.get(paper_id)

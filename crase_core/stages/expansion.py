@@ -38,18 +38,27 @@ def drop_unknown(graph: ExpandedGraph, papers: dict[str, Paper]) -> list[str]:
     return missing
 
 
+#: how a pool of fewer than k papers is filled (:func:`fill_sparse_pool`): "text" (full-query search hits), "hop"
+#: (a second citation hop), "hop+text" or "off"; docs/corpus_formats.md compares them
+POOL_FILL = "text"
+FILL_MODES = ("text", "hop", "hop+text", "off")
+
+
 def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource,
                         query_hits: list[SearchHit], query_papers: dict[str, Paper], seed_ids: set[str],
-                        settings: PipelineSettings) -> list[str]:
-    """Add the top ``settings.text_candidates`` full-query hits outside V to V; return their ids.
+                        settings: PipelineSettings, limit: int | None = None) -> list[str]:
+    """Add the top ``settings.text_candidates`` full-query hits outside V to V (with ``limit``: the first
+    ``limit`` hits outside V, in search order); return their ids.
 
     Their citation edges inside V join E (with hops = 1, only those with a seed at the other end) and
     are scored like any other; the candidates are exempt from isolation pruning (their evidence is the
     text match, recorded in the trace's ``query_hits``).
     """
     in_graph = set(graph.nodes)
-    text_ids = [h.paper_id for h in query_hits[: settings.text_candidates]
-                if h.paper_id not in in_graph and h.paper_id in query_papers]
+    hits = query_hits if limit is not None else query_hits[: settings.text_candidates]
+    text_ids = [h.paper_id for h in hits if h.paper_id not in in_graph and h.paper_id in query_papers]
+    if limit is not None:
+        text_ids = text_ids[:limit]
     if text_ids:
         text_set = set(text_ids)
         graph.nodes = graph.nodes + text_ids
@@ -59,6 +68,83 @@ def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: 
             extra = [(u, v) for u, v in extra if u in seed_ids or v in seed_ids]
         graph.edges = sorted(set(graph.edges) | set(extra))
     return text_ids
+
+
+def second_hop(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource,
+               settings: PipelineSettings) -> list[str]:
+    """Add the references and citers of every first-ring node (hop 1) to V at hop 2, E = every citation within
+    the grown V (as ``hops`` = 2 builds it); return the new ids (those the source has a record of)."""
+    if settings.hops >= 2:
+        return []
+    ring = sorted(n for n, h in graph.hop.items() if h == 1.0 and n in papers)
+    in_graph = set(graph.nodes)
+    found: list[str] = []
+    for n in ring:
+        nl_refs, nl_cits = source.references(n), source.citations(n)
+        for x in list(dict.fromkeys(nl_refs.ids))[: settings.neighbor_cap] + \
+                list(dict.fromkeys(nl_cits.ids))[: settings.neighbor_cap]:
+            if x not in graph.hop and x not in in_graph:
+                graph.hop[x] = 2.0
+                found.append(x)
+    records = source.get(found)
+    new = sorted(x for x in found if x in records)
+    for x in set(found) - set(new):
+        del graph.hop[x]
+    if new:
+        papers.update({x: records[x] for x in new})
+        graph.nodes = graph.nodes + new
+        graph.edges = source.edges_among(graph.nodes)
+    return new
+
+
+def rankable(graph: ExpandedGraph, text_ids: list[str]) -> set[str]:
+    """The papers of V the ranking can return: those in a citation of E and the text candidates (a node
+    without any edge is pruned as isolated). Pure."""
+    return {x for e in graph.edges for x in e} | set(text_ids)
+
+
+def fill_sparse_pool(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource, query_hits: list[SearchHit],
+                     query_papers: dict[str, Paper], seed_ids: set[str], settings: PipelineSettings,
+                     text_ids: list[str], mode: str | None = None) -> tuple[list[str], list[str], str | None]:
+    """When V holds fewer than k papers the ranking can return (:func:`rankable`: a sparse citation graph), fill
+    it: ``hop`` adds a second citation hop around the first ring (:func:`second_hop`), then ``text`` adds
+    full-query search hits outside V, in search order, until k can be returned (only where text candidates
+    are on: ``text_candidates`` > 0). Returns (papers added by the hop, by the search, the warning that says
+    so); nothing changes — and no warning — when k papers can be returned already, there is no seed, or
+    ``mode`` is off."""
+    k, before = settings.k, len(rankable(graph, text_ids))
+    mode = POOL_FILL if mode is None else mode
+    if mode == "off" or before >= k or not seed_ids:
+        return [], [], None
+    hop = second_hop(graph, papers, source, settings) if "hop" in mode else []
+    text: list[str] = []
+    have = len(rankable(graph, text_ids))
+    if "text" in mode and settings.text_candidates > 0 and have < k:
+        text = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings,
+                                   limit=k - have)
+    after = len(rankable(graph, text_ids + text))
+    parts = ([f"{len(hop):,} papers two citation hops from the seeds"] if hop else []) + \
+            ([f"{len(text):,} more full-query search hits as text candidates"] if text else [])
+    note = (f"sparse citation graph: the seeds, their references and citers and the text candidates give "
+            f"{before:,} papers to rank, fewer than k = {k}; " + (f"added {' and '.join(parts)} ({after:,} to rank)"
+                                                                  if parts else "nothing more to add"))
+    if after < k:
+        note += f"; the ranked list holds at most {after:,} papers (the search found no more)"
+    return hop, text, note
+
+
+def add_contexts(graph: ExpandedGraph, source: PaperSource) -> None:
+    """Citation contexts and intents for the edges of E that the source's lists did not bring, from a source
+    that keeps them per edge (a local corpus with ``citation_contexts.jsonl``: ``edge_contexts``)."""
+    lookup = getattr(source, "edge_contexts", None)
+    if lookup is None:
+        return
+    missing = [e for e in graph.edges if e not in graph.contexts and e not in graph.intents]
+    for edge, (contexts, intents) in lookup(missing).items():
+        if contexts:
+            graph.contexts[edge] = contexts
+        if intents:
+            graph.intents[edge] = intents
 
 
 def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: dict[str, Paper],
@@ -73,5 +159,10 @@ def expand_seeds(seeds: list[Seed], query_hits: list[SearchHit], query_papers: d
         warnings.append(f"{len(missing)} neighbour id(s) had no record at the source and were dropped")
     seed_ids = {s.paper_id for s in seeds}
     text_ids = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings)
+    _, filled, note = fill_sparse_pool(graph, papers, source, query_hits, query_papers, seed_ids, settings, text_ids)
+    text_ids += filled
+    if note:
+        warnings.append(note)
+    add_contexts(graph, source)
     emit(progress, "expansion", len(seeds), len(seeds), f"|V| = {len(graph.nodes)}, |E| = {len(graph.edges)}")
     return Expansion(graph, papers, seed_ids, text_ids, warnings)

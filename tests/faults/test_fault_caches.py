@@ -91,7 +91,7 @@ def test_corrupt_result_cache_db_is_rebuilt(tmp_path):
         assert con.execute("SELECT count(*) FROM Cache").fetchone()[0] > 0
     rerun = query(corpus, cache)
     assert rerun.returncode == 0 and "damaged" not in rerun.stderr
-    assert "cache 12 hits / 0 misses" in rerun.stdout  # the rebuilt cache serves the rerun
+    assert re.search(r"cache \d+ hits / 0 misses", rerun.stdout)  # the rebuilt cache serves the whole rerun
     assert ranked(rerun.stdout) == ranked(r.stdout)
 
 

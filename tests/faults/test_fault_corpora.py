@@ -82,18 +82,24 @@ def test_dangling_or_malformed_citations_are_dropped(capsys, tmp_path, clean_ran
     _same_list(r.out, clean_ranked)
 
 
-@pytest.mark.parametrize("year, shown", [("nineteen", "1999"), (-5, "1999"), (None, "1999"), (0, "n.d.")],
-                         ids=["text", "negative", "null", "zero"])
-def test_unusable_year_makes_an_undated_paper(capsys, tmp_path, year, shown):
+@pytest.mark.parametrize("year, arxiv, shown", [("nineteen", None, "n.d."), (-5, None, "n.d."), (None, None, "n.d."),
+                                                (0, None, "n.d."), ("99", None, "n.d."),
+                                                ("nineteen", "hep-th/9902001", "1999"), (None, "hep-th/9902001", "1999")],
+                         ids=["text", "negative", "null", "zero", "two-digit", "text-with-arxiv", "null-with-arxiv"])
+def test_unusable_year_makes_an_undated_paper(capsys, tmp_path, year, arxiv, shown):
+    """A year that is no plausible year is refused; the id alone does not date a paper (a seven-digit id is an
+    arXiv number only when it agrees with the record's year), its arXiv identifier does."""
     d = write_corpus(tmp_path / "c")
     lines = (d / "papers.jsonl").read_text(encoding="utf-8").splitlines()
-    rec = json.loads(lines[3])  # 9902001, a glueball paper: the month from its id stays
+    rec = json.loads(lines[3])  # 9902001, a glueball paper
     rec["year"] = year
+    if arxiv:
+        rec["arxiv"] = arxiv
     lines[3] = json.dumps(rec)
     (d / "papers.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     r = _run(capsys, d, "lattice glueball spectrum")
     assert r.code == 0, r.err
-    assert f"Lattice simulation of gauge theory glueballs ({shown}) — 9902001" in r.out  # else: from the id's month
+    assert f"Lattice simulation of gauge theory glueballs ({shown}) — 9902001" in r.out
 
 
 def test_huge_abstract_is_indexed(capsys, tmp_path):
@@ -126,10 +132,23 @@ def test_byte_order_mark_is_accepted(capsys, tmp_path, clean_ranked):
     _same_list(r.out, clean_ranked)
 
 
+def test_record_without_id_is_dropped_and_reported(capsys, tmp_path, clean_ranked):
+    d = write_corpus(tmp_path / "c")
+    with open(d / "papers.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"title": "no id"}\n')
+    r = _run(capsys, d)
+    assert r.code == 0, r.err
+    _same_list(r.out, clean_ranked)
+    from crase_core import corpus_folder
+
+    report = corpus_folder.open_or_build(d).validation
+    assert report.paper_notes["missing_ids"] == 1 and report.examples["missing_ids"] == ["papers.jsonl:7"]
+
+
 @pytest.mark.parametrize("line, why", [
     ('{"id": ', "not a paper record (Expecting value: line 2 column 1 (char 8))"),
-    ('{"title": "no id"}', "not a paper record ('id')"),
-], ids=["invalid-json-line", "record-without-id"])
+    ('["a", "list"]', "not a paper record (expected a JSON object)"),
+], ids=["invalid-json-line", "not-an-object"])
 def test_bad_record_names_file_and_line(capsys, tmp_path, clean_ranked, line, why):
     d = write_corpus(tmp_path / "c")
     with open(d / "papers.jsonl", "a", encoding="utf-8") as f:

@@ -47,3 +47,23 @@ def test_spill_file_damaged_during_the_build(tmp_path, monkeypatch, caplog, dama
     assert [h.paper.id for h in src.search("glueball lattice", 1)] == ["9902001"]
     monkeypatch.setattr(PostingsWriter, "finish", finish)  # the fault gone: the next open builds the store
     assert LocalSource.open(corpus).corpus.store is not None
+
+
+def test_a_long_unknown_id_does_not_drop_the_other_lines_of_its_block(tmp_path, monkeypatch):
+    """A citations block is looked up all at once; one line naming an unknown id longer than every corpus id
+    made the whole block miss (the ids' hashes were compared at another width), dropping every edge in it."""
+    import json
+
+    from crase_core import corpus_folder
+    from crase_core.corpus import load_corpus
+
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "papers.jsonl").write_text("".join(json.dumps({"id": f"p{i}", "title": f"t {i}"}) + "\n"
+                                                 for i in range(20)))
+    lines = [f"p{i}\tp{i - 1}" for i in range(1, 20)] + ["p3\tan-unknown-id-longer-than-any-paper-id"]
+    (folder / "citations.tsv").write_text("\n".join(lines) + "\n")
+    store = corpus_folder.open_or_build(folder)
+    assert store.n_citations == load_corpus(folder).n_citations == 19
+    assert store.validation.dropped_edges["unknown_ids"] == 1

@@ -49,7 +49,7 @@ def test_truncated_segment_file_is_detected_and_rebuilt(tmp_path):
 
 def test_missing_first_store_is_rebuilt(tmp_path):
     corpus, cache, clean = _grown(tmp_path)
-    first = next(p for p in (cache / "corpus").iterdir() if p.name.endswith("-v3"))
+    first = next(p for p in (cache / "corpus").iterdir() if p.name.endswith(f"-v{corpus_store.VERSION}"))
     corpus_store.remove_store(first)
     r = query(corpus, cache)
     assert r.returncode == 0, r.stderr

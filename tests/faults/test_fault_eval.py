@@ -40,7 +40,8 @@ def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path,
     bench, out = _bench(tmp_path), tmp_path / "out"
     a = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-A",
               "--max-retries", "0")
-    assert a.code == 0, a.err
+    assert a.code == 3, a.err  # every query errored: said, and the exit status says so
+    assert "2 of 2 queries errored" in a.err
     rows = (out / "per_query.jsonl").read_text(encoding="utf-8")
     assert all("cannot reach the model endpoint" in r["error"] for r in _rows(out))
     b = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-B",
@@ -53,14 +54,14 @@ def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path,
     assert (out / "per_query.jsonl").read_text(encoding="utf-8") == rows  # nothing added under A's pin
     fresh = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-B",
                   "--max-retries", "0", "--fresh")
-    assert fresh.code == 0 and json.loads((out / "config.json").read_text())["llm"]["model"] == "model-B"
+    assert fresh.code == 3 and json.loads((out / "config.json").read_text())["llm"]["model"] == "model-B"
 
 
 def test_resume_with_another_endpoint_names_it_without_credentials(capsys, tmp_path, tiny_corpus_dir):
     bench, out = _bench(tmp_path), tmp_path / "out"
     base = ["--backend", "openai", "--model", "m", "--max-retries", "0"]
     assert _eval(capsys, bench, out, tiny_corpus_dir, *base, "--base-url",
-                 "http://user:pw-SECRET@127.0.0.1:9/v1").code == 0
+                 "http://user:pw-SECRET@127.0.0.1:9/v1").code == 3
     assert "pw-SECRET" not in (out / "config.json").read_text()
     msg = one_error(_eval(capsys, bench, out, tiny_corpus_dir, *base, "--base-url", "http://127.0.0.1:7/v1"))
     assert 'llm.endpoint: "http://127.0.0.1:9/v1" → "http://127.0.0.1:7/v1"' in msg and "pw-SECRET" not in msg
@@ -119,7 +120,8 @@ def test_bad_text_in_a_benchmark_line_is_an_error_row(capsys, tmp_path, tiny_cor
     raw = line if isinstance(line, bytes) else line.encode()
     bench.write_bytes(json.dumps(LINES[0]).encode() + b"\n" + raw + b"\n" + json.dumps(LINES[1]).encode() + b"\n")
     r = _eval(capsys, bench, out, tiny_corpus_dir)
-    assert r.code == 0, r.err
+    assert r.code == 3, r.err
+    assert "1 of 3 queries errored (first: q3: bench.jsonl line 2" in r.err
     rows = {row["qid"]: row for row in _rows(out)}
     assert sorted(rows) == ["q1", "q2", "q3"]
     assert rows["q3"]["error"] == error and rows["q3"]["ranked"] == []
