@@ -236,7 +236,7 @@ class TantivySearch:
         self.index = open_index(path, mode)
         self.searcher = self.index.searcher()
         self.schema = self.index.schema
-        self.an = analyzer(mode) if mode != "default" else None
+        self.an: Any = analyzer(mode) if mode != "default" else None
 
     def query(self, q: str, max_month: int | None = None, exclude: Sequence[str] = ()) -> Any:
         t = self.t
@@ -341,12 +341,20 @@ def child_query(engine: str, corpus: str, path: str, mode: str, qfile: str) -> d
     s: OurSearch | TantivySearch = OurSearch(Path(corpus)) if engine == "ours" else TantivySearch(Path(path), mode)
     rss0 = _status("VmRSS")
     out: dict[str, Any] = {"rss_after_open_mb": round(rss0, 1)}
+    ids: Callable[[str], Any]
+    full: Callable[[str], Any]
+    if isinstance(s, OurSearch):
+        ids, full = s.top, s.papers
+    else:
+        ts = s
+
+        def ids(q: str) -> list[int]:
+            return ts.positions(ts.top(q))
+
+        def full(q: str) -> list[tuple[str, str]]:
+            return ts.papers(ts.top(q))
     for name, qs in sets.items():
-        if isinstance(s, OurSearch):
-            out[name] = _timed_queries(s.top, s.papers, qs)
-        else:
-            ts = s
-            out[name] = _timed_queries(lambda q, ts=ts: ts.positions(ts.top(q)), lambda q, ts=ts: ts.papers(ts.top(q)), qs)
+        out[name] = _timed_queries(ids, full, qs)
     out.update(rss_after_queries_mb=round(_status("VmRSS"), 1), peak_rss_mb=round(_status("VmHWM"), 1))
     return out
 
@@ -516,14 +524,14 @@ def rescored(src: Any, query: str, k1: float, quantised: bool) -> np.ndarray:
     dl = _tantivy_norm(np.asarray(p.doc_len)) if quantised else np.asarray(p.doc_len)
     f = np.float32 if quantised else np.float64
     avgdl = f(ti.sum_doc_len) / f(n)
-    out = np.zeros(n, dtype=f)
+    out: Any = np.zeros(n, dtype=f)
     for term in content_terms(query):
         tid = ti.term_id(term)
         if tid is None:
             continue
         lo, hi = int(p.indptr[tid]), int(p.indptr[tid + 1])
         docs, tf = np.asarray(p.docs[lo:hi]), np.asarray(p.tf[lo:hi]).astype(f)
-        idf = f(math.log(1 + (n - (hi - lo) + 0.5) / ((hi - lo) + 0.5)))
+        idf: Any = f(math.log(1 + (n - (hi - lo) + 0.5) / ((hi - lo) + 0.5)))
         norm = f(k1) * (f(1 - 0.75) + f(0.75) * dl[docs].astype(f) / avgdl)
         out[docs] += f(k1 + 1) * idf * tf / (tf + norm)
     return out
@@ -608,7 +616,7 @@ def analyzer_agreement(corpus: Path) -> dict[str, Any]:
     from crase_core.textindex import document_terms
 
     src, an = LocalSource.open(corpus), analyzer("matched")
-    same, examples = 0, []
+    same, examples = 0, list[dict[str, Any]]()
     for i in range(len(src.corpus)):
         p = src.corpus.papers[i]
         a, b = document_terms(p.title, p.abstract), an.analyze(f"{p.title} {p.title} {p.abstract}")
@@ -689,7 +697,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     folder, n, batches, res = prepare(args, work)
     bench = Bench(folder, work, args.workers, args.heap_mb, args.positions)
-    res.update(tantivy=tantivy.__version__, machine=f"{os.cpu_count()} cores, load {_load()} at start",
+    res.update(tantivy=getattr(tantivy, "__version__", "?"), machine=f"{os.cpu_count()} cores, load {_load()} at start",
                source_files_mb=_dir_mb(folder))
     phases = set(args.phases.split(","))
     if "build" in phases:
