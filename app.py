@@ -52,7 +52,7 @@ STAGE_LABELS = {
     "seeds": "Search seeds",
     "expansion": "Expand citation graph",
     "claims": "Extract claims",
-    "entailment": "Score entailment matrices",
+    "entailment": "Score claim pairs (entailment or word overlap)",
     "pruning": "Coverage Δ and pruning",
     "ranking": "Rank",
 }
@@ -64,7 +64,7 @@ def budget_text(b, model: bool) -> str:
     with a model, also the per-query model budget line (``describe_budget``: the limit, what the model is
     asked, estimated tokens and time)."""
     left = "new calls" if model else "to compute"
-    note = "" if model else " The offline backend runs no model: these are lexical scoring operations."
+    note = "" if model else " The offline backend runs no model: these are word-overlap scoring operations."
     text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
             f"cached → {b.to_call:,} {left}**.{note}")
     if model:
@@ -305,7 +305,7 @@ def save_and_open(trace) -> None:
 
 
 def search_page() -> None:
-    page_header("Crase Explorer", "Auditable literature search: seeds → citation graph → claim-level entailment "
+    page_header("Crase Explorer", "Auditable literature search: seeds → citation graph → claim-level support "
                 "pruning → recency-aware ranking. Every step can be opened and checked.")
     demos = load_demo_queries()
     if demos:

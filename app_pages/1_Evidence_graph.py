@@ -31,7 +31,7 @@ from crase_app.shared import (
 from crase_core.graph_views import communities
 
 trace = trace_page("Evidence graph", "Hover a paper or an edge for its full text; click it to inspect it below "
-                   "(claims, entailment matrix, Δ, decision). Double-click a paper to focus on it.")
+                   "(claims, score matrix, Δ, decision). Double-click a paper to focus on it.")
 
 
 @st.cache_data(max_entries=4, show_spinner="Finding the clusters…")
@@ -137,6 +137,7 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
         "Δ": round(e.delta, 3), "weight": round(e.weight, 4), "decision": "kept" if e.kept else "pruned",
         **({"scorer": edge_scorer(e) or ""} if has_scorer else {}),
         "threshold": "{} = {:g}".format(*trace.threshold(e)),
+        "supported": f"{sum(e.supported)} of {len(e.supported)}",
         "citing": labels.get(e.citing, e.citing), "cited": labels.get(e.cited, e.cited),
         "citing title": tex_plain(trace.node(e.citing).paper.title),
         "cited title": tex_plain(trace.node(e.cited).paper.title),
@@ -150,8 +151,11 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
             "weight": st.column_config.NumberColumn("weight", format="%.4f", width="small", pinned=True),
             "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
             "threshold": st.column_config.TextColumn(
-                "threshold", width="small", help="The θ this edge's claims were judged at: θ for an edge a "
-                "model scored, θ_lexical for one the offline lexical scorer decided (0 = never pruned)."),
+                "threshold", width="small", help="The θ Δ was read at: θ for an edge a model scored, θ_lexical "
+                "for one the offline word-overlap scorer decided (0 = every claim counts, Δ = 1)."),
+            "supported": st.column_config.TextColumn(
+                "supported", width="small", help="Citing claims supported at the scorer's own calibrated "
+                "threshold (θ for a model's scores; the word-overlap scorer's calibrated threshold for its)."),
             "citing": st.column_config.TextColumn("citing", width="medium"),
             "cited": st.column_config.TextColumn("cited", width="medium"),
             "citing title": st.column_config.TextColumn("citing title", width="large"),

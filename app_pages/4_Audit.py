@@ -42,7 +42,7 @@ st.markdown("""<style>
 </style>""", unsafe_allow_html=True)  # static CSS only, no user text
 store = audit_store()
 auditor = st.session_state.get("auditor", "").strip()
-SCORER_NAMES = {"model": "the model", "offline": "offline (lexical fallback)"}
+SCORER_NAMES = {"model": "the model (entailment)", "offline": "word overlap (offline)"}
 
 
 def blind_judgement(trace, e, auditor: str) -> None:

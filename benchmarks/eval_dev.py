@@ -37,19 +37,35 @@ class Run(NamedTuple):
 
 #: round 3's default, the default every run below was measured against until issue 14's round 4 switched the
 #: defaults (docs/benchmarks.md "Chosen default and verdict"): one θ 0.75 for every edge, no question seeds,
-#: μ 0.4 fixed (theta_lexical 0.75, query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs
-#: defined as "that default + X" name these values, so they still run what they ran.
+#: μ 0.4 fixed (theta_lexical 0.15 — the word-overlap share the logistic scale of that time read as 0.75 —,
+#: query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs defined as "that default + X" name
+#: these values, so they still run what they ran.
 ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
-#: round 5's default: what issue 14's round 6 changed (semantic feedback), at round 5's values. The runs of
-#: round 5 (its default's ablations) and "round5-default" name it, so they still run what they ran.
-ROUND5: dict[str, Any] = {"semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
+#: round 6's default: what issue 22 changed (pruning of the word-overlap scorer's edges), at round 6's values
+#: (θ_lexical 0: every such edge kept with Δ = 1). The runs of round 6 and "round6-default" name it.
+ROUND6: dict[str, Any] = {"theta_lexical": 0.0, "tau_lexical": 0.0}
+#: round 5's default: what issue 14's round 6 changed (semantic feedback), at round 5's values, on round 6's
+#: pruning. The runs of round 5 (its default's ablations) and "round5-default" name it, so they still run what
+#: they ran.
+ROUND5: dict[str, Any] = {**ROUND6, "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
-    "crase": Run("crase", {}, "the default configuration (issue 14 round 6: round 5's default with semantic "
-                 "feedback w_s 0.4 in the final fusion's list — L 1, θ 0.75 for model-scored edges and θ_lexical 0, "
-                 "hybrid seeds 5, term proximity w 0.4 in order and u 0.2 in a window, anchor text in the restart "
-                 "0.1, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
+    "crase": Run("crase", {}, "the default configuration (issue 22: round 6's default with the word-overlap "
+                 "scorer's edges pruned when at most a third of the citing claims share words with the cited paper "
+                 "(θ_lexical 0.05, τ_lexical 0.35) — L 1, θ 0.75 and τ 0 for model-scored edges, hybrid seeds 5, "
+                 "term proximity w 0.4 in order and u 0.2 in a window, anchor text in the restart 0.1, semantic "
+                 "feedback w_s 0.4 in the final fusion's list, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
+    "round6-default": Run("crase", dict(ROUND6), "round 6's default, the default before issue 22: no pruning of "
+                          "the word-overlap scorer's edges (θ_lexical 0, τ_lexical 0: Δ = 1)"),
+    # issue 22: pruning rules for the word-overlap scorer's edges, each against round 6's default (no pruning)
+    **{name: Run("crase", {"theta_lexical": th, "tau_lexical": ta}, what)
+       for name, th, ta, what in (
+           ("prune-theta-0.07", 0.07, 0.0, "word-overlap edges pruned when no citing claim reaches θ_lexical 0.07"),
+           ("prune-theta-0.04-tau-0.4", 0.04, 0.4, "word-overlap edges pruned at θ_lexical 0.04, τ_lexical 0.4"),
+           ("prune-theta-0.15", 0.15, 0.0, "word-overlap edges pruned when no citing claim reaches θ_lexical 0.15 "
+            "(round 6's θ_lexical 0.75 on the logistic scale of that time)"),
+       )},
     "round5-default": Run("crase", dict(ROUND5), "round 5's default: the default without semantic feedback"),
     "round3-default": Run("crase", dict(ROUND3), "round 3's default, the default before issue 14's round 4: θ "
                           "0.75 for every edge, no question seeds, μ 0.4 fixed"),
@@ -80,9 +96,10 @@ RUNS: dict[str, Run] = {
                        "words); round 3's default otherwise"),
     "no-pruning": Run("crase", {**ROUND3, "theta": 0.0, "theta_lexical": 0.0},
                       "pruning off: θ = θ_lexical = 0 keeps every edge with Δ = 1; round 3's default otherwise"),
-    "tau-0.4": Run("crase", {**ROUND3, "tau": 0.4}, "stricter pruning: τ = 0.4 (round 3's default otherwise)"),
-    "theta-0.85": Run("crase", {**ROUND3, "theta": 0.85, "theta_lexical": 0.85},
-                      "stricter support: θ = θ_lexical = 0.85 (round 3's default otherwise)"),
+    "tau-0.4": Run("crase", {**ROUND3, "tau": 0.4, "tau_lexical": 0.4}, "stricter pruning: τ = 0.4 (round 3's default otherwise)"),
+    "theta-0.85": Run("crase", {**ROUND3, "theta": 0.85, "theta_lexical": 0.17},
+                      "stricter support: θ 0.85, θ_lexical 0.17 (0.85 on the logistic scale of that time; round 3's "
+                      "default otherwise)"),
     "no-recency-weight": Run("crase", {**ROUND3, "beta": 0.0}, "recency weighting off: β = 0 (round 3's default "
                              "otherwise)"),
     "beta-1": Run("crase", {**ROUND3, "beta": 1.0}, "stronger recency weighting: β = 1 (round 3's default otherwise)"),
@@ -160,25 +177,28 @@ RUNS: dict[str, Run] = {
                                          "text_rank_weight": 0.5, "text_rank_confidence": 0.5},
                                "L 5 (planning on), θ 0, hybrid seeds 5, μ 0.5, κ 0.5"),
     # issue 14, round 6: semantic feedback (vector PRF from the shipped MiniLM corpus embeddings)
-    **{f"semantic-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "all"},
+    **{f"semantic-{w:g}": Run("crase", {**ROUND6, "semantic_feedback_weight": w, "semantic_feedback_scope": "all"},
                               f"round 5's default with semantic feedback w_s {w:g} in every search")
        for w in (0.3, 0.4, 0.5, 0.6)},
-    **{f"semantic-question-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "question"},
+    **{f"semantic-question-{w:g}": Run("crase", {**ROUND6, "semantic_feedback_weight": w,
+                                                 "semantic_feedback_scope": "question"},
                                        f"round 5's default with semantic feedback w_s {w:g} in the question's own "
                                        "search only")
        for w in (0.4, 0.6)},
-    **{f"semantic-fusion-{w:g}": Run("crase", {"semantic_feedback_weight": w, "semantic_feedback_scope": "fusion"},
+    **{f"semantic-fusion-{w:g}": Run("crase", {**ROUND6, "semantic_feedback_weight": w,
+                                               "semantic_feedback_scope": "fusion"},
                                      f"round 5's default with semantic feedback w_s {w:g} in the final fusion's "
                                      "list only (seeds and the walk's restart keep the search's own)")
        for w in (0.3, 0.4, 0.5, 0.6)},
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
-    # issue 14, round 6: the new default's stages ablated (only that part changes)
-    **{name: Run("crase", change, what, variant)
+    # issue 14, round 6: round 6's default's stages ablated (only that part changes)
+    **{name: Run("crase", {**ROUND6, **change}, what, variant)
        for name, change, what, variant in (
            ("round6-planning", {"L_offline": 5}, "the default with planning (up to 5 sub-queries)", None),
            ("round6-relevance-seeds", {}, "the default with seeds by relevance alone (no recency)", "relevance-seeds"),
-           ("round6-pruning", {"theta_lexical": 0.75},
-            "the default with pruning of the lexically scored edges (θ_lexical 0.75)", None),
+           ("round6-pruning", {"theta_lexical": 0.15},
+            "the default with pruning of the lexically scored edges (θ_lexical 0.15; 0.75 on the logistic scale "
+            "of that time)", None),
            ("round6-no-recency-weight", {"beta": 0.0}, "the default without recency weighting (β 0)", None),
            ("round6-no-proximity", {"proximity_weight": 0.0, "proximity_window_weight": 0.0},
             "the default without term proximity (w = u = 0)", None),
@@ -200,8 +220,9 @@ RUNS: dict[str, Run] = {
            ("round5-no-anchor-restart", {"anchor_restart_weight": 0.0},
             "the default without anchor text in the restart", None),
            ("round5-no-query-seeds", {"query_seeds": 0}, "the default without the question's own seeds", None),
-           ("round5-pruning", {"theta_lexical": 0.75},
-            "the default with pruning of the lexically scored edges (θ_lexical 0.75)", None),
+           ("round5-pruning", {"theta_lexical": 0.15},
+            "the default with pruning of the lexically scored edges (θ_lexical 0.15; 0.75 on the logistic scale "
+            "of that time)", None),
            ("round5-planning", {"L_offline": 5}, "the default with planning (up to 5 sub-queries)", None),
            ("round5-relevance-seeds", {}, "the default with seeds by relevance alone (no recency)",
             "relevance-seeds"),
@@ -238,11 +259,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "semantic-question-0.6", "semantic-fusion-0.3", "semantic-fusion-0.4", "semantic-fusion-0.5",
         "semantic-fusion-0.6"),
     "round 6: the default and each stage's ablation": (
-        "crase", "round5-default", "round6-planning", "round6-relevance-seeds", "round6-pruning",
+        "round6-default", "round5-default", "round6-planning", "round6-relevance-seeds", "round6-pruning",
         "round6-no-recency-weight", "round6-no-proximity"),
+    "issue 22: pruning of the word-overlap scorer's edges": (
+        "round6-default", "crase", "prune-theta-0.07", "prune-theta-0.04-tau-0.4", "prune-theta-0.15"),
     "every measured configuration": tuple(RUNS),
 }
-DEFAULT_RUNS = ("crase", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
+DEFAULT_RUNS = ("crase", "round6-default", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",
                 "no-planning", "no-pruning", "tau-0.4", "no-recency-weight", "beta-1", "no-fusion", "gamma-3")
 
 
@@ -254,6 +277,13 @@ def defined_on_round3(run: Run) -> bool:
 def defined_on_round5(run: Run) -> bool:
     """Whether ``run`` is a crase run defined on round 5's default (``{**ROUND5, …}``) and not on round 3's."""
     return run.method == "crase" and all(k in run.overrides for k in ROUND5) and not defined_on_round3(run)
+
+
+def defined_on_round6(run: Run) -> bool:
+    """Whether ``run`` is a crase run defined on round 6's default's pruning (``{**ROUND6, …}``: a pruning rule of
+    issue 22, or a round-6 ablation) and not on round 3's or round 5's."""
+    return (run.method == "crase" and all(k in run.overrides for k in ROUND6) and not defined_on_round3(run)
+            and not defined_on_round5(run))
 
 
 def settings_of(overrides: dict[str, Any]) -> PipelineSettings:
@@ -306,7 +336,8 @@ def main() -> None:
             # a run defined on an earlier default is paired with it (a controlled comparison); the rest with the default
             paired: set[str] = set()
             for base, label, defined_on in (("round3-default", "round 3's", defined_on_round3),
-                                            ("round5-default", "round 5's", defined_on_round5)):
+                                            ("round5-default", "round 5's", defined_on_round5),
+                                            ("round6-default", "round 6's", defined_on_round6)):
                 members = [n for n in rows_of if n != base and defined_on(RUNS[n])]
                 if base in rows_of and members:
                     sections.append((f"Against {label} default, the runs defined on it (Δ = run − {base}; "
@@ -317,7 +348,7 @@ def main() -> None:
             sections.append(("Against the default (Δ = run − default; paired permutation p-value)",
                              paired_table(("crase", rows_of["crase"]), others, kinds)))
             # the default against the text baseline and its predecessors
-            for ref in ("bm25", "round5-default", "round3-default", "previous-default"):
+            for ref in ("bm25", "round6-default", "round5-default", "round3-default", "previous-default"):
                 if ref in rows_of:
                     sections.append((f"The default against {ref} (Δ = default − {ref}; paired permutation p-value)",
                                      paired_table((ref, rows_of[ref]), [("crase", rows_of["crase"])], kinds)))

@@ -1,11 +1,14 @@
-"""Entailment-scorer evaluation on SciFact claim–abstract pairs (assets/scifact/claim_doc_pairs.jsonl.gz).
+"""Support-scorer evaluation on SciFact claim–abstract pairs (assets/scifact/claim_doc_pairs.jsonl.gz): the
+offline word-overlap support scorer, and with --llm the model backend's entailment scorer.
 
-    .venv/bin/python benchmarks/eval_scifact.py [--out benchmarks/results/scifact] [--theta 0.75]
-        [--r0 0.15 --r0 0.35 ...] [--llm]   # --llm: also the model backend's scorer (RuntimeConfig backend=openai)
+    .venv/bin/python benchmarks/eval_scifact.py [--out benchmarks/results/scifact] [--theta 0.32]
+        [--r0 0.11338 ...] [--llm]   # --r0: also the logistic (v1) scale; --llm: the model backend's scorer
 
 For each scorer: precision / recall / F1 of "supported" (max_j M[0][j] ≥ θ) against SUPPORT vs
 CONTRADICT + NOT-ENOUGH-INFO, at θ and over a threshold sweep, on full abstracts and on the rationale
-sentences. Writes OUT/scifact.json and OUT/report.md.
+sentences, and the best-F1 threshold on a 0.01 grid (the word-overlap scorer's calibrated threshold,
+crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA, is that threshold on full abstracts). Writes
+OUT/scifact.json and OUT/report.md.
 """
 
 from __future__ import annotations
@@ -14,19 +17,21 @@ import argparse
 import json
 from pathlib import Path
 
+from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA
 from crase_core.evaluation.scifact import evaluate_scorer, load_pairs, offline_scorer
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "scifact"))
-    ap.add_argument("--theta", type=float, default=0.75)
-    ap.add_argument("--r0", type=float, action="append", default=None, help="lexical scorer r0 values (default: the default calibration, 0.15 and 0.35)")
+    ap.add_argument("--theta", type=float, default=WORD_OVERLAP_SUPPORT_THETA)
+    ap.add_argument("--r0", type=float, action="append", default=None,
+                    help="also the word-overlap scorer through the logistic map of this r0 (k 30; the v1 scale)")
     ap.add_argument("--llm", action="store_true", help="also evaluate the openai backend's scorer (needs its settings)")
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     pairs = load_pairs(limit=args.limit)
-    scorers = [offline_scorer(pairs, r0=r0) for r0 in (args.r0 or [None, 0.15, 0.35])]  # None: the default
+    scorers = [offline_scorer(pairs), *(offline_scorer(pairs, r0=r0) for r0 in args.r0 or [])]
     if args.llm:
         from crase_core.runtime import RuntimeConfig, build_engine
 
@@ -38,10 +43,10 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scifact.json").write_text(json.dumps(results, indent=2))
-    lines = ["# Entailment scorers on SciFact", "",
+    lines = ["# Support scorers on SciFact", "",
              f"{len(pairs)} claim–abstract pairs ({results[0]['labels']}); positive = SUPPORT, negative = "
              "CONTRADICT or NOT-ENOUGH-INFO; score = max over cited sentences (paper Eq. 3).", "",
-             f"| scorer | cited side | P@θ={args.theta:g} | R@θ | F1@θ | best θ | best F1 | mean score S / C / NEI |",
+             f"| scorer | cited side | P@θ={args.theta:g} | R@θ | F1@θ | best θ (0.01 grid) | best F1 | mean score S / C / NEI |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         t, b, ms = r["at_theta"], r["best"], r["mean_score"]

@@ -32,6 +32,7 @@ from crase_app.display import (
 )
 from crase_app.why import why_block
 from crase_core import export
+from crase_core.affinity import score_name
 from crase_core.audit import AuditStore
 from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
@@ -329,11 +330,27 @@ def legend() -> None:
 # --- inspectors --------------------------------------------------------------------------------------------------
 #: what each threshold is, after its value in the matrix caption (RunTrace.threshold names it)
 THRESHOLD_OF = {"θ": " (the threshold of edges a model scored)",
-                "θ_lexical": " (the threshold of edges the offline lexical scorer decided)"}
+                "θ_lexical": " (the threshold of edges the offline word-overlap scorer decided)"}
 SCORER_BADGES = {
-    "model": ("scored by the model", "blue", ":material/smart_toy:"),
-    "offline": ("scored offline (lexical fallback)", "orange", ":material/rule:"),
+    "model": ("entailment (model)", "blue", ":material/smart_toy:"),
+    "offline": ("word-overlap support (offline scorer, not entailment)", "orange", ":material/rule:"),
 }
+#: what M[i][j] is, by scorer (the matrix caption's first words; ``{shape}``: n_u × n_v)
+MATRIX_MEANING = {
+    "model": "**Entailment (model)** ({shape}): M[i][j] = ent(claim i of u | claim j of v), the model's score that "
+             "claim j of v entails claim i of u.",
+    "offline": "**Word-overlap support** ({shape}): M[i][j] = the share of claim i of u's informative words (content "
+               "words weighted by their rarity in the corpus, IDF) that claim j of v also uses. Not entailment: "
+               "shared words cannot tell support from contradiction.",
+}
+
+
+def claim_marks(e: EdgeRecord) -> list[str]:
+    """One mark per citing claim: ✓ supported (at the scorer's own calibrated θ), ≈ counted toward Δ only
+    (reaches θ_lexical, below the calibrated θ: a word-overlap edge), ✗ neither."""
+    covered = e.covered or e.supported
+    return ["✓" if i < len(e.supported) and e.supported[i] else "≈" if i < len(covered) and covered[i] else "✗"
+            for i in range(len(e.matrix) or len(e.supported))]
 
 
 def _safe_url(url: str) -> str | None:
@@ -366,11 +383,15 @@ def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None)
     return pd.DataFrame(rows)
 
 
-def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = None, *, verbatim: bool = True) -> str:
+def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = None, *, verbatim: bool = True,
+                    marks: list[str] | None = None) -> str:
     """The paper's claims as a two-column markdown table (id and type | text) whose cells wrap: every claim
     in full, TeX typeset safely (:func:`tex_markdown`), the source phrase when it differs from the claim,
-    ``✓``/``✗`` (supported at θ) before the id when ``supported`` is given, a warning when a claim is not verbatim (``verbatim=False`` hides that,
-    for the blind audit). ``""`` when the paper has no claims."""
+    ``✓``/``✗`` (supported at the scorer's own θ) before the id when ``supported`` is given (``marks``: one
+    mark per claim instead, :func:`claim_marks`), a warning when a claim is not verbatim (``verbatim=False``
+    hides that, for the blind audit). ``""`` when the paper has no claims."""
+    if marks is None and supported is not None:
+        marks = ["✓" if x else "✗" for x in supported]
     cs = trace.claims.get(pid)
     if not cs or not cs.claims:
         return ""
@@ -381,7 +402,7 @@ def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = No
             text += f" — *source:* “{tex_markdown(c.source_phrase, in_table=True)}”"
         if verbatim and not c.verbatim:
             text += " — **⚠ not verbatim in the abstract**"
-        mark = (("✓ " if supported[i] else "✗ ") if i < len(supported) else "– ") if supported is not None else ""
+        mark = ((marks[i] if i < len(marks) else "–") + " ") if marks is not None else ""
         lines.append(f"| {mark}{code(c.id)} *{md_escape(c.type.lower())}* | {text} |")
     return "\n".join(lines)
 
@@ -391,17 +412,22 @@ def _claim_axis_label(cid: str, text: str, mark: str, limit: int) -> str:
 
 
 def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str]], cited: Sequence[tuple[str, str]],
-                 ) -> alt.LayerChart:
-    """Heat map of M (rows: citing claims, columns: cited claims), each row and column labelled with its
-    claim (id, ✓/✗ for rows, the text cut at a word boundary); hovering a cell shows both claims in full
-    and the value; cells ≥ θ are outlined and their values bold. ``citing``/``cited``: ``(id, text)``."""
+                 *, support_theta: float | None = None) -> alt.LayerChart:
+    """Heat map of M (rows: citing claims, columns: cited claims), titled by what M is (:func:`score_name`), each
+    row and column labelled with its claim (id, its mark of :func:`claim_marks` for rows, the text cut at a word
+    boundary); hovering a cell shows both claims in full and the value; cells ≥ ``support_theta`` (the scorer's
+    calibrated θ; ``theta`` when None) are outlined, and their values bold where they reach ``theta`` (the θ Δ is
+    read at). ``citing``/``cited``: ``(id, text)``."""
     import altair as alt
     import pandas as pd
 
+    support = theta if support_theta is None else support_theta
+    name = score_name(edge.scorer)
+    marks = claim_marks(edge)
     rows = []
     n_cols = len(edge.matrix[0]) if edge.matrix else 0
     for i, row in enumerate(edge.matrix):
-        mark = "✓" if i < len(edge.supported) and edge.supported[i] else "✗"
+        mark = marks[i] if i < len(marks) else "✗"
         cid, ctext = citing[i] if i < len(citing) else (f"c{i + 1}", "")
         for j, v in enumerate(row):
             vid, vtext = cited[j] if j < len(cited) else (f"c{j + 1}", "")
@@ -410,8 +436,9 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 "col": _claim_axis_label(vid, vtext, "", 44 if n_cols <= 4 else 30),
                 "citing claim": f"{cid} {mark}: {tex_plain(ctext)}",
                 "cited claim": f"{vid}: {tex_plain(vtext)}",
-                "ent": float(v),
-                "≥ θ": bool(v >= theta),
+                "score": float(v),
+                "supports": bool(v >= support),
+                "counts": bool(v >= theta),
                 # cut, not rounded, to 2 decimals: a cell below θ never reads as θ (0.749 shows 0.74, not 0.75)
                 "shown": f"{math.floor(float(v) * 100 + 1e-9) / 100:.2f}",
             })
@@ -425,23 +452,29 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         y=alt.Y("row:N", sort=y_order, title=None,
                 axis=alt.Axis(labelLimit=460, labelFontSize=12, labelOverlap=False)),
     )
-    # θ at 0 or 1 (θ_lexical 0: every cell is ≥ θ) would repeat a stop of the colour scale: two stops then
-    stops = [0.0, theta, 1.0] if 0 < theta < 1 else [0.0, 1.0]
-    scale = alt.Scale(domain=stops, range=["#f4f6f8", "#9ecae1", "#08306b"] if len(stops) == 3
-                      else ["#f4f6f8", "#08306b"])
-    tooltip = [alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"), alt.Tooltip("ent:Q", format=".3f"),
-               alt.Tooltip("≥ θ:N")]
+    # stops at the thresholds strictly inside (0, 1) (θ_lexical 0: every cell counts; it would repeat a stop)
+    inner = sorted({t for t in (theta, support) if 0 < t < 1})
+    stops = [0.0, *inner, 1.0]
+    palette = {2: ["#f4f6f8", "#08306b"], 3: ["#f4f6f8", "#9ecae1", "#08306b"],
+               4: ["#f4f6f8", "#c6dbef", "#4292c6", "#08306b"]}[len(stops)]
+    scale = alt.Scale(domain=stops, range=palette)
+    tooltip = [alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"),
+               alt.Tooltip("score:Q", format=".3f", title=name),
+               alt.Tooltip("supports:N", title=f"supports (≥ {support:g})")]
+    if support != theta:
+        tooltip.append(alt.Tooltip("counts:N", title=f"counts toward Δ (≥ {theta:g})"))
     rect = base.mark_rect().encode(
-        color=alt.Color("ent:Q", scale=scale, title=f"ent (θ = {theta:g})",
+        color=alt.Color("score:Q", scale=scale, title=name,
                         legend=alt.Legend(values=stops, gradientLength=160, orient="right")),
         tooltip=tooltip,
     )
-    outline = base.transform_filter(alt.datum["≥ θ"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
-    colour = alt.condition(alt.datum.ent > (theta + 1) / 2 - 0.1, alt.value("white"), alt.value("#1f2933"))
+    outline = base.transform_filter(alt.datum["supports"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
+    colour = alt.condition(alt.datum.score > max(0.5, (support + 1) / 2 - 0.1), alt.value("white"),
+                           alt.value("#1f2933"))
     value = alt.Text("shown:N")
-    text = base.transform_filter(~alt.datum["≥ θ"]).mark_text(fontSize=13).encode(
+    text = base.transform_filter(~alt.datum["counts"]).mark_text(fontSize=13).encode(
         text=value, color=colour, tooltip=tooltip)
-    strong = base.transform_filter(alt.datum["≥ θ"]).mark_text(fontSize=13, fontWeight="bold").encode(
+    strong = base.transform_filter(alt.datum["counts"]).mark_text(fontSize=13, fontWeight="bold").encode(
         text=value, color=colour, tooltip=tooltip)
     return (rect + outline + text + strong).properties(height=alt.Step(44))
 
@@ -458,6 +491,18 @@ def scorer_badge(e: EdgeRecord) -> None:
         st.caption(md_escape(reason))
 
 
+def support_help(trace: RunTrace, e: EdgeRecord) -> str:
+    """What ✓ means for this edge: at which θ, and why that θ (the scorer's own calibrated threshold)."""
+    support = trace.support_threshold(e)
+    if e.support_theta is None:
+        return f"Citing claims i with max_j M[i][j] ≥ {support:g} (Eq. 3), the θ this older run recorded."
+    if e.scorer == "model":
+        return f"Citing claims i with max_j M[i][j] ≥ θ = {support:g} (Eq. 3): the model's threshold."
+    return (f"Citing claims i with max_j M[i][j] ≥ {support:g}: the word-overlap scorer's calibrated threshold (the "
+            "F1-best on SciFact's claim–abstract pairs), whatever θ_lexical the pruning reads. Shared words are not "
+            "entailment: a contradicting claim can share as many.")
+
+
 def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = True, key: str = "insp") -> None:
     try:
         e = trace.edge(citing, cited)
@@ -468,13 +513,14 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}")
     (st.success if e.kept else st.error)(f"Decision — {md_escape(e.decision)}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
     scorer_badge(e)
+    covered = e.covered or e.supported
     k, n = sum(e.supported), len(e.supported)
     m1, m2, m3, m4 = st.columns(4)
     theta_name, theta = trace.threshold(e)
-    m1.metric("Δ (coverage)", f"{e.delta:.3f}", help=f"Δ(u,v) = share of u's claims supported by some claim of v "
-              f"at {theta_name} = {theta:g} (Eq. 4).")
-    m2.metric("supported", f"{k} of {n}", help=f"Citing claims i with max_j M[i][j] ≥ {theta_name} = {theta:g} "
-              "(Eq. 3).")
+    support = trace.support_threshold(e)
+    m1.metric("Δ (coverage)", f"{e.delta:.3f}", help=f"Δ(u,v) = share of u's claims that some claim of v reaches at "
+              f"{theta_name} = {theta:g} (Eq. 4): {sum(covered)} of {len(covered)}.")
+    m2.metric("supported", f"{k} of {n}", help=support_help(trace, e))
     m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
               f"{trace.reference_year}, β = {trace.settings.beta:g}.")
     m4.metric("weight w", f"{e.weight:.3f}", help="w(u→v) = Δ · age(v)^(−β) (Eq. 5); 0 for a pruned edge.")
@@ -482,14 +528,21 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
         st.warning(f"Scoring failed for this edge: {md_escape(e.error)}")
     cu = trace.claims.get(citing)
     cv = trace.claims.get(cited)
+    marks = claim_marks(e)
     if e.matrix:
-        st.markdown(f"**Entailment matrix** M[i][j] = ent(claim i of u | claim j of v), "
-                    f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}; outlined cells are ≥ {theta_name} = "
-                    f"{theta:g}{THRESHOLD_OF[theta_name]}. Rows: claims of u (✓ = supported); columns: claims of v. "
-                    "Hover a cell for both claims in full.")
+        shape = f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}"
+        meaning = MATRIX_MEANING.get(e.scorer, MATRIX_MEANING["offline"]).format(shape=shape)
+        if support != theta:
+            key_text = (f"Outlined: ≥ {support:g}, the scorer's calibrated threshold (✓ supported). Bold: ≥ "
+                        f"{theta_name} {theta:g}, the claims Δ counts (≈ counted but not supported; ✗ neither).")
+        else:
+            key_text = (f"Outlined: ≥ {theta_name} {theta:g}{THRESHOLD_OF[theta_name]} (✓ supported, counted in Δ; "
+                        "✗ not).")
+        st.markdown(f"{meaning} Rows: claims of u; columns: claims of v. {key_text} Hover a cell for both claims "
+                    "in full.")
         st.altair_chart(
             matrix_chart(e, theta, [(c.id, c.text) for c in cu.claims] if cu else [],
-                         [(c.id, c.text) for c in cv.claims] if cv else []),
+                         [(c.id, c.text) for c in cv.claims] if cv else [], support_theta=support),
             width="stretch",
         )
         with st.expander("Matrix values"):
@@ -498,7 +551,7 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
             lines = [head, sep] if cv and len(cv.claims) == len(e.matrix[0]) else []
             for i, row in enumerate(e.matrix):
                 cid = cu.claims[i].id if cu and i < len(cu.claims) else f"c{i + 1}"
-                mark = "✓" if i < len(e.supported) and e.supported[i] else "✗"
+                mark = marks[i] if i < len(marks) else "✗"
                 lines.append(f"| {code(cid)} {mark} | " + " | ".join(f"{x:.2f}" for x in row) + " |")
             st.markdown("\n".join(lines) if lines and lines[0].startswith("| u") else
                         "  \n".join(" ".join(f"{x:.2f}" for x in row) for row in e.matrix))
@@ -515,7 +568,7 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"**Claims of u** — {paper_line(trace, citing)}")
-        st.markdown(claims_markdown(trace, citing, e.supported) or "_No claims._")
+        st.markdown(claims_markdown(trace, citing, marks=marks) or "_No claims._")
     with right:
         st.markdown(f"**Claims of v** — {paper_line(trace, cited)}")
         st.markdown(claims_markdown(trace, cited) or "_No claims._")

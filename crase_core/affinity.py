@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from .entailment import WORD_OVERLAP_NAME
 from .records import EdgeRecord
 
 
@@ -35,47 +36,73 @@ def edge_weight(delta: float, age: float, beta: float) -> float:
     return delta * age ** (-beta)
 
 
-#: the decision of a kept edge the offline lexical scorer decided with θ_lexical = 0 (every claim supported).
-LEXICAL_NEVER_PRUNES = ("scored by the offline lexical scorer, whose threshold θ_lexical = 0 never prunes "
-                        "(measured: docs/benchmarks.md)")
+#: which rule decided an edge (``EdgeRecord.rule``)
+RULE_FAILED = "scoring-failed"  # pruned: the edge could not be scored (Δ = 0)
+RULE_PRUNED = "delta-at-most-tau"  # pruned: Δ ≤ τ (τ_lexical for a word-overlap edge)
+RULE_KEPT = "delta-above-tau"  # kept: Δ > τ
+RULE_KEEP_ALL = "theta-zero"  # kept: θ 0 counts every claim, so Δ = 1 whatever the scores
+RULE_AUDITOR = "auditor"  # kept or pruned by an auditor's verdict (crase rerank, the Audit page)
+
+#: how each scorer's numbers are named (``EdgeRecord.scorer`` → name); never "entailment" for word overlap
+SCORE_NAMES = {"model": "entailment (model)", "offline": WORD_OVERLAP_NAME}
 
 
-def threshold_note(edge: EdgeRecord) -> str:
-    """Which θ decided the edge's s_i, for its decision: ``" at θ = 0.75, the model's threshold"`` for a
-    model-scored edge, ``" at θ_lexical = 0.75, the offline lexical scorer's threshold"`` for a lexical one;
-    ``""`` when the record names no θ (``edge.theta`` None)."""
-    if edge.theta is None:
-        return ""
+def score_name(scorer: str) -> str:
+    """What an edge's matrix values are called: "entailment (model)" or "word-overlap support"."""
+    return SCORE_NAMES.get(scorer, SCORE_NAMES["offline"])
+
+
+def edge_tau(scorer: str, tau: float, tau_lexical: float) -> float:
+    """The τ an edge is pruned at: ``tau`` for a model's matrix, ``tau_lexical`` for the word-overlap scorer's."""
+    return tau if scorer == "model" else tau_lexical
+
+
+def _names(edge: EdgeRecord) -> tuple[str, str, str, str]:
+    """(θ's name, τ's name, what a counted claim does: singular and plural) for the edge's scorer."""
     if edge.scorer == "model":
-        return f" at θ = {edge.theta:g}, the model's threshold"
-    return f" at θ_lexical = {edge.theta:g}, the offline lexical scorer's threshold"
+        return "θ", "τ", "is entailed by a cited claim", "are entailed by a cited claim"
+    return ("θ_lexical", "τ_lexical", "shares enough words with a cited claim",
+            "share enough words with a cited claim")
+
+
+def decision_text(edge: EdgeRecord, tau: float) -> str:
+    """The edge's decision in words: kept or pruned, what its claims showed, and the rule (name and numbers).
+
+    e.g. ``pruned: no citing claim shares enough words with a cited claim (word-overlap support < 0.05 for all
+    5 citing claims); rule: Δ = 0 ≤ τ_lexical 0.35 at θ_lexical 0.05``.
+    """
+    theta_name, tau_name, one, many = _names(edge)
+    covered = edge.covered or edge.supported
+    n, k = len(covered), sum(covered)
+    score = score_name(edge.scorer)
+    at = f" at {theta_name} {edge.theta:g}" if edge.theta is not None else ""
+    rule = f"Δ = {edge.delta:.3g} {'>' if edge.kept else '≤'} {tau_name} {tau:g}{at}"
+    if edge.rule == RULE_FAILED:
+        return f"pruned: scoring failed ({edge.error}); rule: an edge that cannot be scored has Δ = 0 ≤ {tau_name} {tau:g}"
+    if edge.rule == RULE_KEEP_ALL:
+        return (f"kept: {theta_name} = 0 counts every citing claim, so Δ = 1 > {tau_name} {tau:g} whatever the "
+                f"{score} scores")
+    bar = f"{edge.theta:g}" if edge.theta is not None else theta_name
+    verdict = "kept" if edge.kept else "pruned"
+    if k == 0:
+        return f"{verdict}: no citing claim {one} ({score} < {bar} for all {n} citing claims); rule: {rule}"
+    counted = f"{k} of {n} citing claims {one if k == 1 else many} ({score} ≥ {bar})"
+    return f"{verdict}: {'' if edge.kept else 'only '}{counted}; rule: {rule}"
 
 
 def decide_edge(edge: EdgeRecord, tau: float) -> EdgeRecord:
-    """Set ``kept``, ``weight`` and the human-readable ``decision`` of a scored edge (Δ ≤ τ → pruned).
-
-    The decision names the θ that decided s_i (``edge.theta``, by ``edge.scorer``: :func:`threshold_note`);
-    a lexically scored edge kept with θ_lexical = 0 says that this threshold never prunes.
-    """
-    n = len(edge.supported)
-    k = sum(edge.supported)
-    counted = f"({k} of {n} citing claims supported{threshold_note(edge)})"
+    """Set ``kept``, ``weight``, ``rule`` and the human-readable ``decision`` of a scored edge (Δ ≤ τ → pruned;
+    ``tau`` is the edge's scorer's, :func:`edge_tau`). The decision says what the claims showed and which rule
+    decided, with its numbers (:func:`decision_text`)."""
     if edge.error:
-        edge.kept = False
-        edge.weight = 0.0
-        edge.decision = f"pruned: scoring failed ({edge.error}), Δ = 0 ≤ τ = {tau:g}"
+        edge.kept, edge.weight, edge.rule = False, 0.0, RULE_FAILED
     elif edge.delta <= tau:
-        edge.kept = False
-        edge.weight = 0.0
-        edge.decision = f"pruned: Δ = {edge.delta:.3g} ≤ τ = {tau:g} {counted}"
+        edge.kept, edge.weight, edge.rule = False, 0.0, RULE_PRUNED
     else:
         edge.kept = True
         edge.weight = edge.delta * edge.age_factor  # Eq. 5, age_factor = age(v)^(−β)
-        if edge.theta == 0 and edge.scorer != "model":
-            edge.decision = (f"kept: {LEXICAL_NEVER_PRUNES}; Δ = {edge.delta:.3g} > τ = {tau:g} "
-                             f"({k} of {n} citing claims supported)")
-        else:
-            edge.decision = f"kept: Δ = {edge.delta:.3g} > τ = {tau:g} {counted}"
+        edge.rule = RULE_KEEP_ALL if edge.theta == 0 else RULE_KEPT
+    edge.decision = decision_text(edge, tau)
     return edge
 
 

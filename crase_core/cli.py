@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import trace as trace_io
+from .affinity import score_name
 from .atomic import check_writable
 from .config import add_arguments, settings_from_args
 from .corpus_cli import add_corpus_parser
@@ -26,6 +27,7 @@ from .errors import CraseError, InputError
 from .evaluation.cli import add_eval_parser
 from .evaluation.make_bench import add_bench_parser
 from .pipeline import StageEvent, model_mostly_failed, run_query
+from .records import EdgeRecord
 from .redaction import install_log_filter
 from .runtime import build_engine
 from .score_words import why_line
@@ -195,9 +197,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(format_trace(trace, args.k))
     if args.edges:
-        print("\nEdges (citing → cited: decision):")
+        print("\nEdges (citing → cited: scorer, Δ, citing claims supported at the scorer's own threshold; decision):")
         for e in trace.edges:
-            print(printable(f"  {e.citing} → {e.cited}: {e.decision}"))
+            print(printable(f"  {e.citing} → {e.cited}: {edge_summary(trace, e)}; {e.decision}"))
     return 0
 
 
@@ -228,6 +230,12 @@ def cmd_rerank(args: argparse.Namespace) -> int:
               + textwrap.shorten(f"{title} — {printable(m.paper_id)}", width=86, placeholder="…"))
     print(f"\nNew run {child.run_id} (parent {printable(trace.run_id)}) written to {path}")
     return 0
+
+
+def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
+    """``[word-overlap support] Δ 0.6, 1 of 5 supported (≥ 0.32)``: who scored the edge, its Δ and its ✓ claims."""
+    return (f"[{score_name(e.scorer)}] Δ {e.delta:.3g}, {sum(e.supported)} of {len(e.supported)} supported "
+            f"(≥ {trace.support_threshold(e):g})")
 
 
 def cmd_export(args: argparse.Namespace) -> int:

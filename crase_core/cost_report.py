@@ -28,8 +28,8 @@ def unit(model: bool, n: int | None = None) -> str:
 
 
 def budget_parts(budget: Budget, model: bool) -> str:
-    """``1 plan + 58 claim extractions (|V|) + 120 entailment matrices (|E|)`` (lexical matrices offline)."""
-    matrices = "entailment matrices" if model else "lexical support matrices"
+    """``1 plan + 58 claim extractions (|V|) + 120 entailment matrices (|E|)`` (word-overlap support matrices offline)."""
+    matrices = "entailment matrices" if model else "word-overlap support matrices"
     return (f"{budget.plan_calls:,} plan + {budget.claim_calls:,} claim extractions (|V|) + "
             f"{budget.entailment_calls:,} {matrices} (|E|)")
 

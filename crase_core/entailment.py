@@ -4,16 +4,17 @@
 claims) pairs in, one :class:`EdgeMatrix` per pair out. Implementations must
 return exactly n_u rows of n_v values in [0, 1], or an ``error``.
 
-:class:`LexicalSupportScorer` is the offline scorer. It is **not** an
-entailment model: it measures how much of a citing claim's informative
-vocabulary the cited claim contains,
+:class:`LexicalSupportScorer` is the offline scorer, **word-overlap support**.
+It is **not** an entailment model: M_ij is the share of citing claim i's
+informative vocabulary that cited claim j contains,
 
     r_ij = Σ_{t ∈ T_i ∩ T_j} idf(t) / Σ_{t ∈ T_i} idf(t)
 
-(T = set of content stems, idf from the corpus), and maps r through a fixed
-logistic curve ``1 / (1 + exp(−k (r − r0)))`` so that θ = 0.75 means "at least
-r0 + ln(3)/k (by default 15%) of the citing claim's IDF mass is shared". It cannot tell support
-from contradiction or from mere topical overlap; its name says so.
+(T = set of content stems, idf from the corpus): 0.3 means the cited claim
+holds words carrying 30% of the citing claim's IDF weight. It cannot tell
+support from contradiction or from mere topical overlap; its name says so.
+:data:`WORD_OVERLAP_SUPPORT_THETA` is its calibrated threshold for "supported"
+(how it was measured: :mod:`crase_core.evaluation.scifact`).
 """
 
 from __future__ import annotations
@@ -59,26 +60,27 @@ def validate_matrix(matrix: object, n_u: int, n_v: int) -> list[list[float]]:
     return out
 
 
+#: the word-overlap scorer's calibrated threshold for "supported": a citing claim is supported when some cited
+#: claim scores at least this (the F1-maximising threshold on SciFact, :func:`~crase_core.evaluation.scifact.calibrate`).
+WORD_OVERLAP_SUPPORT_THETA = 0.32
+#: what the offline scorer's numbers are called wherever they are shown (never "entailment").
+WORD_OVERLAP_NAME = "word-overlap support"
+
+
 class LexicalSupportScorer:
-    """IDF-weighted term recall of the citing claim in the cited claim, through a logistic map.
+    """Word-overlap support: the IDF-weighted share of the citing claim's terms found in the cited claim.
 
-    Offline, deterministic, no model. See the module docstring for the formula
-    and for what it cannot do.
+    Offline, deterministic, no model. See the module docstring for the formula and for what it cannot
+    do. ``r0`` (with ``k``) maps the share through the logistic ``1 / (1 + exp(−k (r − r0)))`` instead
+    (identity ``lexical-support/v1``, the scale of earlier measurements); by default M_ij is the share
+    itself (``word-overlap/v2``), read at :data:`WORD_OVERLAP_SUPPORT_THETA`.
     """
-
-    # Calibration: at the default θ = 0.75 a citing claim counts as supported when ≥ 15% of its IDF
-    # mass appears in the cited claim (r0 = 0.15 − ln 3 / k; k = 30 maps r = 0 to 0.03, so unrelated
-    # claims read as ≈ 0 in the matrix; Δ depends only on r ≥ 0.15, not on k). History on the dev sets
-    # (docs/benchmarks.md): r* = 0.44 (r0 0.35) pruned 87% of hep-th citation edges and cost
-    # Recall@50 on both sets; r* = 0.24 (r0 0.15) still lost to no pruning at all; r* = 0.15 gave the
-    # best refs MAP@50 (0.164 vs 0.160 unpruned) and tied unpruned on the natural-language set.
-    SUPPORT_RECALL_AT_075 = 0.15
 
     def __init__(self, idf: Callable[[str], float], r0: float | None = None, k: float = 30.0):
         self._idf = idf
         self.k = k
-        self.r0 = r0 if r0 is not None else round(self.SUPPORT_RECALL_AT_075 - math.log(3.0) / k, 6)
-        self.identity = f"lexical-support/v1(r0={self.r0:g},k={k:g})"
+        self.r0 = r0
+        self.identity = "word-overlap/v2" if r0 is None else f"lexical-support/v1(r0={r0:g},k={k:g})"
         self._terms_cache: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {}
 
     def _terms(self, text: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
@@ -93,10 +95,13 @@ class LexicalSupportScorer:
         return t
 
     def calibrate(self, r: np.ndarray) -> np.ndarray:
+        """M_ij from the shares r_ij: r itself, or its logistic map when the scorer has an ``r0``."""
+        if self.r0 is None:
+            return r
         return 1.0 / (1.0 + np.exp(-self.k * (r - self.r0)))
 
     def raw_recall(self, pairs: Sequence[ClaimPair]) -> list[np.ndarray]:
-        """r_ij for every pair (before the logistic map)."""
+        """r_ij for every pair (the shares, before any logistic map)."""
         texts: dict[str, int] = {}
         for citing, cited in pairs:
             for c in (*citing, *cited):

@@ -2,7 +2,7 @@
 
 ``to_html(trace)`` writes a page that opens from disk with no server and no network: vis-network
 9.1.2 (dual-licensed Apache-2.0 / MIT, © Almende B.V. and the visjs contributors; its licence header
-is kept) and the page's own script are inlined. Clicking an edge shows its entailment matrix with the
+is kept) and the page's own script are inlined. Clicking an edge shows its score matrix (entailment or word-overlap support) with the
 claims of both papers, Δ, the age factor, the weight and the prune decision; clicking a paper (in the
 graph or the list) shows its abstract, link, seed fate and reason.
 
@@ -20,6 +20,7 @@ import math
 import re
 from typing import Any
 
+from .affinity import score_name
 from .cost_report import budget_summary, cost_summary
 from .graph_views import (
     DEFAULT_TOP_K,
@@ -129,7 +130,9 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         }
     edges = [{"id": edge_id(e), "from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
-              "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
+              "decision": e.decision, "rule": e.rule, "error": e.error or "", "supported": list(e.supported),
+              "covered": list(e.covered or e.supported), "score_name": score_name(e.scorer),
+              "support_theta": trace.support_threshold(e),
               "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
               "scorer": e.scorer, "scorer_label": SCORER_LABELS.get(e.scorer, e.scorer),
               **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
@@ -144,6 +147,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "query": trace.query, "run_id": trace.run_id, "created_at": trace.created_at,
         "source": trace.source, "backend": trace.backend.get("backend", "?"), "ranker": trace.ranking.ranker,
         "theta": trace.settings.theta, "theta_lexical": trace.settings.theta_lexical, "tau": trace.settings.tau,
+        "tau_lexical": trace.settings.tau_lexical,
         "beta": trace.settings.beta,
         "reference_year": trace.reference_year, "top_k": DEFAULT_TOP_K, "wide_nodes": MAX_WIDE_VIEW_NODES,
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
@@ -287,8 +291,9 @@ table.why tr.term th{background:#f5f7fa}table.why tr:first-child th:first-child{
 </div>
 <div id="graph"></div>
 </section>
-<section id="panel"><p>Click an edge to see its entailment matrix, both papers' claims and the prune decision;
-click a paper (here or in the list) for its abstract, link and why it is ranked. Double-click a paper for its focus view.</p></section>
+<section id="panel"><p>Click an edge to see its score matrix (entailment by a model, or word-overlap support offline),
+both papers' claims and the prune decision; click a paper (here or in the list) for its abstract, link and why it is
+ranked. Double-click a paper for its focus view.</p></section>
 </main>
 <h2>Ranked papers</h2>
 <ol id="results"></ol>
@@ -314,7 +319,7 @@ _APP_JS = r"""
   var c = D.counts;
   document.getElementById("meta").textContent = c.seeds + " seeds (" + c.seeds_kept + " kept) \u00b7 |V| " + c.nodes +
     " (" + c.nodes_kept + " kept) \u00b7 |E| " + c.edges + " (" + c.edges_kept + " kept) \u00b7 ranker " + D.ranker +
-    " \u00b7 \u03b8 = " + D.theta + " (model-scored edges), \u03b8_lexical = " + D.theta_lexical + " (lexically scored edges), \u03c4 = " + D.tau + ", \u03b2 = " + D.beta + " \u00b7 source " + D.source +
+    " \u00b7 \u03b8 = " + D.theta + " (model-scored edges), \u03b8_lexical = " + D.theta_lexical + " (word-overlap edges), \u03c4 = " + D.tau + " (model-scored edges), \u03c4_lexical = " + D.tau_lexical + " (word-overlap edges), \u03b2 = " + D.beta + " \u00b7 source " + D.source +
     " \u00b7 backend " + D.backend + " \u00b7 run " + D.run_id + (D.created_at ? " \u00b7 " + D.created_at : "");
   document.getElementById("cost").textContent = "Work: " + D.budget + " \u00b7 done: " + D.cost + " \u00b7 pipeline time " + D.elapsed + " s";
   var notices = document.getElementById("notices");
@@ -406,15 +411,19 @@ _APP_JS = r"""
                   " \u00b7 age factor " + fmt(e.age_factor, 3) + " (" + e.age_years + " y, \u03b2 = " + D.beta + ") \u00b7 weight w " + fmt(e.weight, 3)));
     if (e.error) add(panel, el("div", "Scoring failed: " + e.error, "warn"));
     if (e.matrix.length) {
-      add(panel, el("h3", "Entailment matrix M[i][j] = ent(claim i of u | claim j of v); outlined cells \u2265 " + e.theta_name + " = " + e.theta));
+      add(panel, el("h3", (e.scorer === "model" ? "Entailment (model) M[i][j] = ent(claim i of u | claim j of v)"
+        : "Word-overlap support M[i][j] = share of claim i of u's informative words that claim j of v uses (not entailment)") +
+        "; outlined cells \u2265 " + e.support_theta + " (\u2713 supported)" +
+        (e.support_theta !== e.theta ? "; \u2248 = reaches " + e.theta_name + " = " + e.theta + " only (counts toward \u0394)" : "")));
       var t = add(panel, el("table", null, "m")); t.id = "matrix";
       var head = add(t, el("tr")); add(head, el("th", "u \\ v"));
       e.matrix[0].forEach(function (_, j) { var cl = cv.claims[j]; var th = add(head, el("th", cl ? cl.id : "c" + (j + 1))); if (cl) th.title = cl.text; });
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
-        add(tr, el("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
+        add(tr, el("th", (e.supported[i2] ? "\u2713 " : (e.covered && e.covered[i2]) ? "\u2248 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
         row.forEach(function (x) {
-          var td = add(tr, el("td", fmt(x, 2))); if (x >= e.theta) td.className = "hit";
+          var td = add(tr, el("td", fmt(x, 2)));
+          if (x >= (e.support_theta != null ? e.support_theta : e.theta)) td.className = "hit";
           td.style.background = "rgba(29,53,87," + (0.05 + 0.45 * Math.max(0, Math.min(1, x))).toFixed(3) + ")";
           if (x > 0.6) td.style.color = "#ffffff";
         });

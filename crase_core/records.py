@@ -184,8 +184,10 @@ class EdgeRecord:
     citing: str
     cited: str
     matrix: list[list[float]] = field(default_factory=list)
-    supported: list[bool] = field(default_factory=list)  # s_i(u,v), Eq. 3
-    delta: float = 0.0  # Δ(u,v), Eq. 4
+    # ✓ of citing claim i: max_j M_ij ≥ support_theta, the scorer's own calibrated threshold for "supported"
+    supported: list[bool] = field(default_factory=list)
+    covered: list[bool] = field(default_factory=list)  # s_i(u,v) of Eq. 3 at ``theta``: what Δ counts
+    delta: float = 0.0  # Δ(u,v), Eq. 4: the share of ``covered``
     age_years: float = 1.0
     age_factor: float = 1.0  # age(v)^(-β)
     weight: float = 0.0  # w(u→v) = Δ·age^(-β), Eq. 5 (0 when pruned)
@@ -200,6 +202,11 @@ class EdgeRecord:
     # the θ that decided s_i (Eq. 3): settings.theta for a model's matrix, settings.theta_lexical for the offline
     # lexical scorer's (traces written before the two were separate record their one θ; None: not recorded)
     theta: float | None = None
+    # the θ ``supported`` was read at: settings.theta for a model's matrix, the word-overlap scorer's calibrated
+    # threshold for the offline scorer's (None: a trace from before calibrated support, whose ✓ is ``covered``)
+    support_theta: float | None = None
+    # which rule decided ``kept`` (crase_core.affinity: RULE_*); "" in traces from before it was recorded
+    rule: str = ""
 
 
 @dataclass

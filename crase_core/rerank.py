@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .affinity import surviving_nodes
+from .affinity import RULE_AUDITOR, surviving_nodes
 from .cache import stable_hash
 from .errors import InputError, TraceError
 from .library import mark_in_library
@@ -159,11 +159,11 @@ def apply_edge_verdict(e: EdgeRecord, v: EdgeVerdict) -> AppliedVerdict:
     """Set edge ``e``'s decision to the verdict's (module docstring); what was applied."""
     applied = AppliedVerdict(e.citing, e.cited, v.keep, e.kept, list(v.auditors), v.note)
     if v.keep and not e.kept:
-        e.kept, e.weight = True, auditor_weight(e)
+        e.kept, e.weight, e.rule = True, auditor_weight(e), RULE_AUDITOR
         e.decision = (f"kept by {_who(v)}: the cited paper supports at least one citing claim; weight "
                       f"max(Δ, 1/n)·age^(−β) = {e.weight:.3g} (the pipeline had: {e.decision})")
     elif not v.keep and e.kept:
-        e.kept, e.weight = False, 0.0
+        e.kept, e.weight, e.rule = False, 0.0, RULE_AUDITOR
         e.decision = f"pruned by {_who(v)} (the pipeline had: {e.decision})"
     return applied
 
@@ -175,16 +175,20 @@ def refate(trace: RunTrace, audited: Iterable[tuple[str, str]] = ()) -> set[str]
     alive = surviving_nodes(ids, trace.edges) | {n.paper.id for n in trace.nodes if n.role == "text"}
     degree: Counter[str] = Counter()
     kept_degree: Counter[str] = Counter()
+    rules: dict[str, Counter[str]] = {}
     for e in trace.edges:
         degree.update((e.citing, e.cited))
         if e.kept:
             kept_degree.update((e.citing, e.cited))
+        else:
+            for end in (e.citing, e.cited):
+                rules.setdefault(end, Counter())[e.rule] += 1
     for n in trace.nodes:
         n.kept = n.paper.id in alive
         n.prune_reason = "" if n.kept else node_prune_reason(degree[n.paper.id])
         if not n.kept:
             n.score, n.rank = 0.0, None
-    decide_seed_fates(trace.seeds, alive, degree, kept_degree, trace.settings.tau)
+    decide_seed_fates(trace.seeds, alive, degree, kept_degree, rules)
     by_auditor: Counter[str] = Counter()
     pruned_by_auditor = set(audited)
     for e in trace.edges:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import cep
+from .entailment import WORD_OVERLAP_SUPPORT_THETA
 from .errors import InputError
 from .knobs import When, check, knob, spec, specs
 from .rankers import ranker_names, rankers_using
@@ -43,27 +44,30 @@ FUSION_MODES: dict[str, str] = {
                    "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
-#: the values the knobs switched by issue 14 (rounds 4 and 5) had in round 3's default (docs/benchmarks.md,
-#: "Chosen default and verdict"): five sub-queries for any planner, one θ for every edge (θ_lexical = θ = 0.75), no question
-#: seeds, no term proximity, no anchor text in the restart, a fixed μ 0.4 (κ = η = 0). A trace that does not
-#: record one of them ran with this value (θ_lexical: the trace's own θ; :mod:`crase_core.trace` fills them in),
-#: and the dev runs defined on that default name them.
-ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.75, "query_seeds": 0, "proximity_weight": 0.0,
+#: the values the knobs switched by issue 14 (rounds 4 and 5) and issue 22 had in round 3's default
+#: (docs/benchmarks.md, "Chosen default and verdict"): five sub-queries for any planner, the word-overlap scorer's
+#: edges judged at a share of 0.15 (θ_lexical; the logistic scale of that time read it as 0.75, the model's θ) and
+#: pruned at τ, no question seeds, no term proximity, no anchor text in the restart, a fixed μ 0.4 (κ = η = 0). A
+#: trace that does not record one of them ran with this value (θ_lexical and τ_lexical: the trace's own θ and τ;
+#: :mod:`crase_core.trace` fills them in), and the dev runs defined on that default name them.
+ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_lexical": 0.0, "query_seeds": 0,
+                                   "proximity_weight": 0.0,
                                    "proximity_window_weight": 0.0, "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
                                    "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
                                    "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 
 #: named starting points; an explicit flag or form value overrides a preset's value.
 PRESETS: dict[str, dict[str, Any]] = {
-    # issue 14 round 5's measured configuration with the offline backend (docs/benchmarks.md): one sub-query
-    # when an offline planner plans (L_offline 1; a model plans up to L 5) and the question's own top 5 as seeds, θ 0.75 for the edges a model scored and θ_lexical 0 (no
-    # pruning) for those the offline lexical scorer decided, term proximity in the search (w 0.4 in order, u 0.2
-    # in a window), anchor text in the walk's restart (0.1) and μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½), 0, 1)
+    # the measured configuration with the offline backend (docs/benchmarks.md): one sub-query when an offline
+    # planner plans (L_offline 1; a model plans up to L 5) and the question's own top 5 as seeds, θ 0.75 and τ 0 for
+    # the edges a model scored, θ_lexical 0.05 and τ_lexical 0.35 for those the word-overlap scorer decided, term
+    # proximity in the search (w 0.4 in order, u 0.2 in a window), anchor text in the walk's restart (0.1), semantic
+    # feedback in the final fusion and μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½), 0, 1)
     "default": {},
     # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query, up to
-    # 5 sub-queries), seed restarts and no text-only candidates; one θ 0.75 for every edge whoever scored it, no
-    # question seeds, no term proximity or anchor text, and μ fixed at its earlier 0.4 (inapplicable without
-    # restart-rrf fusion, kept for --fusion on top)
+    # 5 sub-queries), seed restarts and no text-only candidates; θ 0.75 for the edges a model scored (θ_lexical
+    # 0.15 for the word-overlap scorer's) and τ 0 for every edge, no question seeds, no term proximity or anchor
+    # text, and μ fixed at its earlier 0.4 (inapplicable without restart-rrf fusion, kept for --fusion on top)
     "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
               "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none", **ROUND3_DEFAULTS},
 }
@@ -119,16 +123,27 @@ class PipelineSettings:
         "(the most-cited are kept); None keeps all.",
         label="Neighbour cap (0 = none)", minimum=1, none_as=0, form_max=100_000,
     )
-    theta: float = knob(0.75, "θ: a citing claim is supported when some cited claim scores ≥ θ (Eq. 3), for "
-                        "edges whose matrix a model scored (the paper's method; theta_lexical covers the others).",
+    theta: float = knob(0.75, "θ: a citing claim is supported when some cited claim's model entailment score is "
+                        "≥ θ (Eq. 3), for edges whose matrix a model scored (the paper's method; theta_lexical "
+                        "covers the others).",
                         label="θ — support threshold (model-scored edges)", minimum=0.0, maximum=1.0, step=0.05)
     theta_lexical: float = knob(
-        0.0, "θ_lexical: θ for edges whose matrix the offline lexical scorer decided (no model score: the offline "
-        "backend, or the model backend's fallback outside its budget); 0 = such edges are never pruned — "
-        "measured: lexical pruning costs the citation set (docs/benchmarks.md).",
-        label="θ_lexical — support threshold (lexically scored edges)", minimum=0.0, maximum=1.0, step=0.05)
-    tau: float = knob(0.0, "τ: edges with Δ ≤ τ are pruned (Eq. 4); 0 prunes exactly the unsupported ones.",
-                      label="τ — prune if Δ ≤ τ", minimum=0.0, maximum=1.0, max_open=True, step=0.05)
+        0.05, "θ_lexical: θ of Eq. 3 for edges whose matrix the offline word-overlap scorer decided (no model "
+        "score: the offline backend, or the model backend's fallback outside its budget): a citing claim counts "
+        "toward Δ when some cited claim holds at least this share of its informative (IDF-weighted) words. 0 "
+        "counts every claim (Δ = 1). A claim is marked supported only at the scorer's own calibrated threshold "
+        f"({WORD_OVERLAP_SUPPORT_THETA:g}), whatever this is.",
+        label="θ_lexical — word-overlap threshold (word-overlap edges)", minimum=0.0, maximum=1.0, step=0.01)
+    tau: float = knob(0.0, "τ: edges whose matrix a model scored are pruned when Δ ≤ τ (Eq. 4); 0 prunes exactly "
+                      "the unsupported ones (tau_lexical covers the word-overlap scorer's edges).",
+                      label="τ — prune if Δ ≤ τ (model-scored edges)", minimum=0.0, maximum=1.0, max_open=True,
+                      step=0.05)
+    tau_lexical: float = knob(
+        0.35, "τ_lexical: edges whose matrix the offline word-overlap scorer decided are pruned when Δ ≤ τ_lexical: "
+        "0.35 prunes an edge where at most a third of the citing claims share words with the cited paper's claims "
+        "(one claim of 3, 4 or 5). 0 prunes only edges where no citing claim does.",
+        label="τ_lexical — prune if Δ ≤ τ_lexical (word-overlap edges)", minimum=0.0, maximum=1.0, max_open=True,
+        step=0.05)
     beta: float = knob(0.5, "β: age decay exponent in w = Δ·age^(−β) (Eq. 5).", label="β — age decay",
                        minimum=0.0, maximum=10.0, step=0.05, form_max=2.0)
     age_reference_year: int | None = knob(
@@ -256,7 +271,8 @@ class PipelineSettings:
         "expire after a day).", label="Retry cached model failures", form=False,
     )
     preset: str = knob("default", "Named starting point: default; paper (the paper's configuration: "
-                       "seed restarts, α = 0.15, no text candidates, θ 0.75 for every edge, no question seeds); or "
+                       "seed restarts, α = 0.15, no text candidates, θ 0.75 for model-scored edges and τ 0 for "
+                       "every edge, no question seeds); or "
                        "hybrid (measured best on both dev sets with the offline backend: the default with L 1). "
                        "Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))

@@ -95,6 +95,11 @@ class RunTrace:
                 return e
         raise KeyError((citing, cited))
 
+    def support_threshold(self, e: EdgeRecord) -> float:
+        """The θ edge ``e``'s ✓ marks (``supported``) were read at: its scorer's calibrated threshold, or for a
+        trace from before calibrated support (``support_theta`` None) the θ of :meth:`threshold`."""
+        return e.support_theta if e.support_theta is not None else self.threshold(e)[1]
+
     def threshold(self, e: EdgeRecord) -> tuple[str, float]:
         """(name, value) of the θ that decided edge ``e``'s s_i: ``("θ", theta)`` for an edge a model scored,
         ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided (the value the edge
@@ -183,10 +188,11 @@ def from_dict(data: object) -> RunTrace:
 def _fill_unrecorded(data: dict) -> dict:
     """``data`` with what a trace written before a knob existed does not record filled in with what its run
     used: the knobs issue 14 added or switched (:data:`~crase_core.settings.ROUND3_DEFAULTS`) at their earlier
-    values (``L_offline``: its ``L``, which limited every planner then), and for a trace from before the scorer-aware θ, its settings' ``theta_lexical`` = its ``theta``
+    values (``L_offline``: its ``L``, which limited every planner then; ``tau_lexical``: its ``tau``), and for a trace from before the scorer-aware θ, its settings' ``theta_lexical`` = its ``theta``
     (one θ decided every edge) and each edge's ``theta`` = that θ (so the settings shown, re-ranked and exported
     are those the run had). ``data`` itself is not changed; anything malformed is left for validation to
     report."""
+    data = _fill_covered(data)
     settings = data.get("settings")
     if not isinstance(settings, dict):
         return data
@@ -196,6 +202,8 @@ def _fill_unrecorded(data: dict) -> dict:
     if "L_offline" in missing and isinstance(settings.get("L"), int):
         missing["L_offline"] = settings["L"]  # one L limited every planner then
     filled = {**data, "settings": {**missing, **settings}}
+    if "tau_lexical" in missing:  # one τ pruned every edge then
+        filled["settings"]["tau_lexical"] = settings.get("tau", PipelineSettings.tau)
     if "theta_lexical" in settings:
         return filled
     theta = settings.get("theta", PipelineSettings.theta)
@@ -204,6 +212,16 @@ def _fill_unrecorded(data: dict) -> dict:
     if isinstance(edges, list):
         filled["edges"] = [{"theta": theta, **e} if isinstance(e, dict) else e for e in edges]
     return filled
+
+
+def _fill_covered(data: dict) -> dict:
+    """``data`` with each edge that records no ``covered`` (a trace from before calibrated support, whose
+    ``supported`` is Eq. 3's s_i at the edge's θ) given ``covered`` = its ``supported``."""
+    edges = data.get("edges")
+    if not isinstance(edges, list) or not any(isinstance(e, dict) and "covered" not in e for e in edges):
+        return data
+    return {**data, "edges": [{**e, "covered": e.get("supported", [])} if isinstance(e, dict) and "covered" not in e
+                              else e for e in edges]}
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:

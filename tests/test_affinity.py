@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 
 from crase_core.affinity import (
+    RULE_FAILED,
+    RULE_KEEP_ALL,
+    RULE_KEPT,
+    RULE_PRUNED,
     age_years,
     coverage_affinity,
     decide_edge,
+    edge_tau,
     edge_weight,
     supported_claims,
     surviving_nodes,
@@ -33,28 +38,58 @@ def test_delta_is_fraction_of_supported_citing_claims():
     assert coverage_affinity([], 0.75) == 0.0
 
 
-def _edge(delta, n=4, k=2, error=None):
-    return EdgeRecord("u", "v", supported=[True] * k + [False] * (n - k), delta=delta, age_years=4.0,
-                      age_factor=4.0 ** -0.5, error=error)
+def _edge(delta, n=4, k=2, error=None, scorer="model", theta=0.75):
+    return EdgeRecord("u", "v", covered=[True] * k + [False] * (n - k), delta=delta, age_years=4.0,
+                      age_factor=4.0 ** -0.5, error=error, scorer=scorer, theta=theta)
 
 
 def test_tau_zero_prunes_exactly_the_unsupported():
     kept = decide_edge(_edge(0.25, k=1), tau=0.0)
-    assert kept.kept and kept.weight == pytest.approx(0.25 * 0.5)
-    assert kept.decision.startswith("kept: Δ = 0.25 > τ = 0")
+    assert kept.kept and kept.weight == pytest.approx(0.25 * 0.5) and kept.rule == RULE_KEPT
+    assert kept.decision == ("kept: 1 of 4 citing claims is entailed by a cited claim (entailment (model) ≥ 0.75); "
+                             "rule: Δ = 0.25 > τ 0 at θ 0.75")
     pruned = decide_edge(_edge(0.0, k=0), tau=0.0)
-    assert not pruned.kept and pruned.weight == 0.0
-    assert pruned.decision.startswith("pruned: Δ = 0 ≤ τ = 0")
+    assert not pruned.kept and pruned.weight == 0.0 and pruned.rule == RULE_PRUNED
+    assert pruned.decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) < 0.75 for "
+                               "all 4 citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
+
+
+def test_word_overlap_decisions_name_the_scorer_and_the_rule():
+    none = decide_edge(_edge(0.0, n=5, k=0, scorer="offline", theta=0.05), tau=0.35)
+    assert not none.kept and none.decision == (
+        "pruned: no citing claim shares enough words with a cited claim (word-overlap support < 0.05 for all 5 "
+        "citing claims); rule: Δ = 0 ≤ τ_lexical 0.35 at θ_lexical 0.05")
+    one = decide_edge(_edge(0.2, n=5, k=1, scorer="offline", theta=0.05), tau=0.35)
+    assert not one.kept and one.rule == RULE_PRUNED and one.decision == (
+        "pruned: only 1 of 5 citing claims shares enough words with a cited claim (word-overlap support ≥ 0.05); "
+        "rule: Δ = 0.2 ≤ τ_lexical 0.35 at θ_lexical 0.05")
+    two = decide_edge(_edge(0.4, n=5, k=2, scorer="offline", theta=0.05), tau=0.35)
+    assert two.kept and two.weight == pytest.approx(0.4 * 0.5) and two.decision == (
+        "kept: 2 of 5 citing claims share enough words with a cited claim (word-overlap support ≥ 0.05); "
+        "rule: Δ = 0.4 > τ_lexical 0.35 at θ_lexical 0.05")
+    assert "entailment" not in none.decision + one.decision + two.decision
+
+
+def test_theta_zero_keeps_every_edge_and_says_why():
+    e = decide_edge(_edge(1.0, k=4, scorer="offline", theta=0.0), tau=0.0)
+    assert e.kept and e.rule == RULE_KEEP_ALL
+    assert e.decision == ("kept: θ_lexical = 0 counts every citing claim, so Δ = 1 > τ_lexical 0 whatever the "
+                          "word-overlap support scores")
 
 
 def test_tie_at_tau_is_pruned():
     e = decide_edge(_edge(0.5), tau=0.5)
-    assert not e.kept and "Δ = 0.5 ≤ τ = 0.5" in e.decision
+    assert not e.kept and "Δ = 0.5 ≤ τ 0.5" in e.decision
 
 
 def test_scoring_failure_prunes_with_reason():
     e = decide_edge(_edge(0.0, error="bad JSON"), tau=0.0)
-    assert not e.kept and "scoring failed (bad JSON)" in e.decision
+    assert not e.kept and e.rule == RULE_FAILED
+    assert e.decision == "pruned: scoring failed (bad JSON); rule: an edge that cannot be scored has Δ = 0 ≤ τ 0"
+
+
+def test_each_scorer_prunes_at_its_own_tau():
+    assert edge_tau("model", 0.0, 0.35) == 0.0 and edge_tau("offline", 0.0, 0.35) == 0.35
 
 
 def test_weight_and_age():

@@ -28,7 +28,7 @@ def _search(at: AppTest, query: str) -> AppTest:
 
 # the offline backend runs no model: its budget is counted in scoring operations, not model calls
 BUDGET_RE = re.compile(r"\*\*Budget: ([\d,]+) scoring operations\*\* = 1 plan \+ ([\d,]+) claim extractions \(\|V\|\) "
-                       r"\+ ([\d,]+) lexical support matrices \(\|E\|\); \*\*([\d,]+) already cached → ([\d,]+) to "
+                       r"\+ ([\d,]+) word-overlap support matrices \(\|E\|\); \*\*([\d,]+) already cached → ([\d,]+) to "
                        r"compute\*\*\. The offline backend runs no model")
 
 
@@ -42,13 +42,6 @@ def _library_ranking(settings) -> list[str]:
     source = LocalSource.open(ROOT / "tests" / "fixtures" / "hostile_corpus")
     trace = run_query(QUERY, Engine(source, offline_backend(TermStats.from_index(source.text_index))), settings)
     return [r.paper_id for r in trace.results]
-
-
-def with_lexical_pruning(at: AppTest) -> AppTest:
-    """Set the form's θ_lexical to 0.75, so the offline scorer's edges below it are pruned (the default, 0,
-    prunes none): for the flows that need a pruned edge."""
-    at.slider(key="set_theta_lexical").set_value(0.75)
-    return at
 
 
 def _all_markdown(at: AppTest) -> str:
@@ -118,13 +111,14 @@ def test_pages_after_a_run(app_env):
     assert not at.exception
     assert any(edge.citing in m.value and edge.cited in m.value and m.value.startswith("##### Edge") for m in at.markdown)
     assert any(s.value.startswith("Decision — kept") for s in at.success)
-    assert any("Entailment matrix" in m.value for m in at.markdown)
-    # the offline backend's edges are judged at θ_lexical (0 by default), and the inspector says so
-    assert (edge.scorer, edge.theta) == ("offline", 0.0)
-    assert any(s.value == f"Decision — {md_escape(edge.decision)}" and "θ\\_lexical = 0 never prunes" in s.value
-               for s in at.success)
-    assert any("outlined cells are ≥ θ_lexical = 0 (the threshold of edges the offline lexical scorer decided)"
-               in m.value for m in at.markdown)
+    assert any(m.value.startswith("**Word-overlap support**") and "Not entailment" in m.value for m in at.markdown)
+    # the offline backend's edges are judged at θ_lexical (0.05 by default), ✓ at the scorer's calibrated 0.32,
+    # and the inspector says both
+    assert (edge.scorer, edge.theta, edge.support_theta) == ("offline", 0.05, 0.32)
+    assert edge.decision.endswith("τ_lexical 0.35 at θ_lexical 0.05")
+    assert any(s.value == f"Decision — {md_escape(edge.decision)}" for s in at.success)
+    assert any("Outlined: ≥ 0.32, the scorer's calibrated threshold (✓ supported). Bold: ≥ θ_lexical 0.05, the "
+               "claims Δ counts" in m.value for m in at.markdown)
     at.session_state["selected"] = {"kind": "node", "id": "h001"}
     at.run()
     assert not at.exception
@@ -182,12 +176,12 @@ def test_pages_after_a_run(app_env):
 
 
 def test_audit_verdicts_persist(app_env):
-    at = with_lexical_pruning(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run())
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at = _search(at, QUERY)
     trace = at.session_state["trace"]
-    assert trace.settings.theta_lexical == 0.75
+    assert (trace.settings.theta_lexical, trace.settings.tau_lexical) == (0.05, 0.35)  # the default prunes
     edge = next(e for e in trace.edges if not e.kept)
-    assert "at θ_lexical = 0.75, the offline lexical scorer's threshold" in edge.decision
+    assert edge.decision.endswith("≤ τ_lexical 0.35 at θ_lexical 0.05")
     at.text_input(key="auditor_input").input("Ana")
     at.switch_page("app_pages/1_Evidence_graph.py")
     at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}

@@ -247,7 +247,7 @@ def test_edge_inspector_renders_scorer_badge_claims_in_full_and_escapes(budget_t
     at.run()
     assert not at.exception
     md = [m.value for m in at.markdown]
-    assert any(v.startswith(":orange-badge[") and "scored offline" in v for v in md)
+    assert any(v.startswith(":orange-badge[") and "word-overlap support (offline scorer, not entailment)" in v for v in md)
     assert "endpoint timed out &lt;b&gt;twice&lt;/b&gt;" in [c.value for c in at.caption]
     for pid in (e.citing, e.cited):
         for c in t.claims[pid].claims:
@@ -362,3 +362,17 @@ def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypa
     assert steps and steps[-1].stage == "done" and steps[-1].fraction == 1.0
     assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
     assert all(s.message != "an earlier build" for s in steps)
+
+
+def test_claim_marks_tell_supported_from_merely_counted():
+    from crase_app.shared import claim_marks
+    from crase_core.records import EdgeRecord
+
+    # word overlap: 0.4 ≥ the calibrated 0.32 (✓), 0.1 counts toward Δ at θ_lexical 0.05 only (≈), 0.01 neither
+    lexical = EdgeRecord("u", "v", matrix=[[0.4], [0.1], [0.01]], supported=[True, False, False],
+                         covered=[True, True, False], scorer="offline", theta=0.05, support_theta=0.32)
+    assert claim_marks(lexical) == ["✓", "≈", "✗"]
+    # a model's ✓ is what Δ counts; a trace from before calibrated support records no covered
+    model = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, False], covered=[True, False], scorer="model")
+    old = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, True])
+    assert claim_marks(model) == ["✓", "✗"] and claim_marks(old) == ["✓", "✓"]

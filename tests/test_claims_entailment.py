@@ -7,7 +7,7 @@ import math
 import pytest
 
 from crase_core.claims import ExtractiveClaimExtractor, check_verbatim, classify_claim, split_sentences
-from crase_core.entailment import LexicalSupportScorer, validate_matrix
+from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA, LexicalSupportScorer, validate_matrix
 from crase_core.records import CLAIM_TYPES, Claim, Paper
 
 EX = ExtractiveClaimExtractor()
@@ -100,15 +100,24 @@ def test_validate_matrix():
             validate_matrix(bad, 2, 2)
 
 
-def test_default_calibration_supports_at_fifteen_percent_idf_recall():
-    # θ = 0.75 ⇔ r ≥ 0.15 (the default calibration, docs/benchmarks.md): 1 of 5 equal-IDF terms shared is
-    # supported, 1 of 10 is not
+def test_default_scorer_is_the_word_overlap_share_itself():
+    # M_ij = the IDF-weighted share of citing claim i's terms in cited claim j: with equal IDF, 1 of 5 terms
+    # shared reads 0.2, 1 of 10 reads 0.1, none reads 0; supported at the calibrated 0.32 needs a third of them
     s = LexicalSupportScorer(idf=lambda t: 1.0)
-    cited = [Claim("c1", "THEORETICAL", "anomaly", "x")]
+    cited = [Claim("c1", "THEORETICAL", "anomaly", "x"), Claim("c2", "THEORETICAL", "anomaly brane", "x")]
     five = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux", "x")]
     ten = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux axion dilaton modulus quiver instanton", "x")]
     [a], [b] = s.score_many([(five, cited)]), s.score_many([(ten, cited)])
-    assert a.matrix[0][0] >= 0.75 > b.matrix[0][0]
-    assert s.identity == "lexical-support/v1(r0=0.11338,k=30)"
+    assert a.matrix == [[0.2, 0.4]] and b.matrix == [[0.1, 0.2]]
+    assert max(a.matrix[0]) >= WORD_OVERLAP_SUPPORT_THETA > max(b.matrix[0])
+    assert s.identity == "word-overlap/v2"
     unrelated = s.score_many([([Claim("c1", "THEORETICAL", "glueball lattice spectrum", "x")], cited)])[0]
-    assert unrelated.matrix[0][0] < 0.05
+    assert unrelated.matrix == [[0.0, 0.0]]
+
+
+def test_logistic_scale_of_earlier_measurements_is_still_available():
+    s = LexicalSupportScorer(idf=lambda t: 1.0, r0=0.11338)
+    assert s.identity == "lexical-support/v1(r0=0.11338,k=30)"
+    five = [Claim("c1", "THEORETICAL", "anomaly brane orientifold tadpole flux", "x")]
+    [m] = s.score_many([(five, [Claim("c1", "THEORETICAL", "anomaly", "x")])])
+    assert m.matrix == [[round(1 / (1 + math.exp(-30 * (0.2 - 0.11338))), 4)]]

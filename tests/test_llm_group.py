@@ -163,7 +163,7 @@ def test_a_prompt_change_invalidates_only_its_own_entries(llm, tmp_path):
 
 def test_the_offline_fallback_is_untouched(llm):
     b = openai_backend(LLMSettings(base_url=llm.base_url, model="fake-model"), fallback=offline_backend())
-    assert b.fallback is not None and b.fallback.scorer.identity.startswith("lexical")
+    assert b.fallback is not None and b.fallback.scorer.identity.startswith("word-overlap")
 
 
 def test_a_group_is_cut_before_it_outgrows_a_small_context():
@@ -192,7 +192,9 @@ def _run(tiny_source, grouped: bool, calls: int):  # type: ignore[no-untyped-def
     backend, _ = fake_backend(stats)
     model = FakeGroupModel(stats) if grouped else FakeModel(stats)
     backend.planner = backend.extractor = backend.scorer = model
-    settings = PipelineSettings(m=3, L=2, llm_budget=calls, llm_token_budget=0)
+    # round 6's pruning of the fallback's edges (none): the trail-first priority these tests pin needs the edge the
+    # word-overlap scorer would prune (0001001 → 9902001, the only trail) in the interim graph
+    settings = PipelineSettings(m=3, L=2, llm_budget=calls, llm_token_budget=0, theta_lexical=0.0, tau_lexical=0.0)
     trace = run_query("black hole microstates anti-de Sitter", Engine(tiny_source, backend, None), settings,
                       now=dt.datetime(2001, 6, 1, tzinfo=dt.UTC))
     return trace, model

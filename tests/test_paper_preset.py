@@ -71,10 +71,14 @@ def test_deltas_ages_weights_and_decisions(trace):
         assert e.weight == pytest.approx(WEIGHT.get(key, 0.0), abs=1e-15)
     # the scripted scorer stands for a model: every edge is judged at θ = 0.75 and says so
     assert all((e.scorer, e.theta) == ("model", 0.75) for e in trace.edges)
-    model_theta = "at θ = 0.75, the model's threshold"
-    assert trace.edge(S2, B).decision == f"kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported {model_theta})"
-    assert trace.edge(S2, X).decision == f"pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported {model_theta})"
-    assert trace.edge(A, B).decision == f"pruned: Δ = 0 ≤ τ = 0 (0 of 1 citing claims supported {model_theta})"
+    assert trace.edge(S2, B).decision == ("kept: 1 of 2 citing claims is entailed by a cited claim (entailment "
+                                          "(model) ≥ 0.75); rule: Δ = 0.5 > τ 0 at θ 0.75")
+    assert trace.edge(S2, X).decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) "
+                                          "< 0.75 for all 2 citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
+    assert trace.edge(A, B).decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) "
+                                          "< 0.75 for all 1 citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
+    # a model's ✓ is its Eq. 3 at θ: the same claims Δ counts
+    assert all(e.supported == e.covered and e.support_theta == 0.75 for e in trace.edges)
 
 
 def test_pruning_keeps_every_paper_with_a_kept_edge(trace):
@@ -124,7 +128,7 @@ def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves(
     assert (PAPER.personalization, PAPER.alpha, PAPER.text_candidates, PAPER.ranker) == ("uniform", 0.15, 0, "ppr")
     assert (PAPER.theta, PAPER.tau, PAPER.beta, PAPER.hops, PAPER.m) == (0.75, 0.0, 0.5, 1.5, 10)
     # one θ for every edge whoever scored it, and no seeds beyond the sub-queries' (the paper has neither knob)
-    assert (PAPER.theta_lexical, PAPER.query_seeds, PAPER.fusion) == (0.75, 0, "none")
+    assert (PAPER.theta_lexical, PAPER.tau_lexical, PAPER.query_seeds, PAPER.fusion) == (0.15, 0.0, 0, "none")
     args = build_parser().parse_args(["query", "x", "--preset", "paper"])
     assert settings_from_args(args).pipeline == PAPER
     args = build_parser().parse_args(["query", "x", "--preset", "paper", "--alpha", "0.2"])

@@ -1,5 +1,6 @@
-"""The scorer-aware threshold (issue 14): θ for edges a model scored, θ_lexical for edges the offline lexical
-scorer decided; the measured defaults; the presets; old traces; the record of which θ decided each edge."""
+"""The scorer-aware thresholds (issues 14 and 22): θ and τ for edges a model scored, θ_lexical and τ_lexical for
+edges the offline word-overlap scorer decided, ✓ at each scorer's own calibrated threshold; the measured defaults;
+the presets; old traces; the record of which θ, τ and rule decided each edge."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from crase_core.termstats import TermStats
 ROOT = Path(__file__).resolve().parents[1]
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
 QUERY = "black hole microstates anti-de Sitter"
-NEVER_PRUNES = ("scored by the offline lexical scorer, whose threshold θ_lexical = 0 never prunes "
-                "(measured: docs/benchmarks.md)")
+NEVER_PRUNES = ("kept: θ_lexical = 0 counts every citing claim, so Δ = 1 > τ_lexical 0 whatever the word-overlap "
+                "support scores")
 
 
 def _hand_graph() -> tuple[Expansion, dict[tuple[str, str], EdgeMatrix], list[Seed]]:
@@ -38,7 +39,7 @@ def _hand_graph() -> tuple[Expansion, dict[tuple[str, str], EdgeMatrix], list[Se
     papers = {pid: Paper(pid, f"Paper {pid}", "", 2016 if pid == "s" else 2018) for pid in "sxyz"}
     graph = ExpandedGraph(nodes=["s", "x", "y", "z"], edges=[("x", "s"), ("y", "s"), ("z", "s")], hop={})
     matrices = {
-        ("x", "s"): EdgeMatrix([[0.5, 0.1], [0.2, 0.3]], "lexical"),  # best 0.5, 0.3: below 0.75
+        ("x", "s"): EdgeMatrix([[0.5, 0.1], [0.2, 0.3]], "lexical"),  # best 0.5 (≥ the calibrated 0.32), 0.3
         ("y", "s"): EdgeMatrix([[0.7], [0.74]], "model"),  # best 0.7, 0.74: below 0.75
         ("z", "s"): EdgeMatrix([[0.8], [0.1]], "model"),  # 1 of 2 rows ≥ 0.75: Δ = 1/2
     }
@@ -57,35 +58,44 @@ def _pruned(settings: PipelineSettings) -> dict[str, EdgeRecord]:
 
 
 def test_a_lexical_edge_below_theta_is_kept_with_theta_lexical_0_and_the_model_edge_is_pruned():
-    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.0, tau=0.0, beta=0.5))
+    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.0, tau=0.0, tau_lexical=0.0, beta=0.5))
     x, y, z = edges["x"], edges["y"], edges["z"]
     # lexical: every row's best (0.5, 0.3) ≥ 0 → s = [1, 1], Δ = 1, w = 1 · 4^−½ (s is 4 years old in 2020)
     assert (x.scorer, x.scorer_reason, x.theta) == ("offline", "outside the model budget", 0.0)
-    assert x.supported == [True, True] and x.delta == 1.0 and x.kept and x.weight == pytest.approx(0.5)
-    assert x.decision == f"kept: {NEVER_PRUNES}; Δ = 1 > τ = 0 (2 of 2 citing claims supported)"
+    assert x.covered == [True, True] and x.delta == 1.0 and x.kept and x.weight == pytest.approx(0.5)
+    # ✓ only where the word-overlap scorer's calibrated 0.32 is reached (0.5, not 0.3), whatever θ_lexical is
+    assert (x.supported, x.support_theta, x.rule) == ([True, False], 0.32, "theta-zero")
+    assert x.decision == NEVER_PRUNES
     # model: 0.7 and 0.74 < θ 0.75 → Δ = 0, pruned, and the decision names the model's θ
     assert (y.scorer, y.theta, y.supported, y.delta, y.kept) == ("model", 0.75, [False, False], 0.0, False)
-    assert y.decision == "pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported at θ = 0.75, the model's threshold)"
-    assert z.delta == 0.5 and z.kept and z.weight == pytest.approx(0.25)
-    assert z.decision == "kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported at θ = 0.75, the model's threshold)"
+    assert (y.covered, y.support_theta) == ([False, False], 0.75)  # a model's ✓ is its Eq. 3 at θ
+    assert y.decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) < 0.75 for all 2 "
+                          "citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
+    assert z.delta == 0.5 and z.kept and z.weight == pytest.approx(0.25) and z.supported == [True, False]
+    assert z.decision == ("kept: 1 of 2 citing claims is entailed by a cited claim (entailment (model) ≥ 0.75); "
+                          "rule: Δ = 0.5 > τ 0 at θ 0.75")
 
 
 def test_theta_lexical_075_prunes_the_lexical_edge_and_leaves_the_model_edges_alone():
-    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.75, tau=0.0, beta=0.5))
+    edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.75, tau=0.0, tau_lexical=0.0, beta=0.5))
     x, y, z = edges["x"], edges["y"], edges["z"]
-    assert (x.theta, x.supported, x.delta, x.kept, x.weight) == (0.75, [False, False], 0.0, False, 0.0)
-    assert x.decision == ("pruned: Δ = 0 ≤ τ = 0 (0 of 2 citing claims supported at θ_lexical = 0.75, the offline "
-                          "lexical scorer's threshold)")
+    assert (x.theta, x.covered, x.delta, x.kept, x.weight) == (0.75, [False, False], 0.0, False, 0.0)
+    assert x.supported == [True, False]  # supported at the calibrated 0.32, though pruning read a higher bar
+    assert x.decision == ("pruned: no citing claim shares enough words with a cited claim (word-overlap support < "
+                          "0.75 for all 2 citing claims); rule: Δ = 0 ≤ τ_lexical 0 at θ_lexical 0.75")
     assert (y.theta, y.delta, y.kept) == (0.75, 0.0, False)
     assert (z.theta, z.delta, z.kept) == (0.75, 0.5, True)
 
 
 def test_each_threshold_moves_only_its_own_edges():
-    # θ_lexical 0.4: the lexical edge's first row (0.5) is supported, the second (0.3) not
+    # θ_lexical 0.4: the lexical edge's first row (0.5) counts, the second (0.3) not; Δ 0.5 > τ_lexical 0.35
     x = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.4))["x"]
-    assert (x.theta, x.supported, x.delta, x.kept) == (0.4, [True, False], 0.5, True)
-    assert x.decision.endswith("(1 of 2 citing claims supported at θ_lexical = 0.4, the offline lexical scorer's "
-                               "threshold)")
+    assert (x.theta, x.covered, x.delta, x.kept) == (0.4, [True, False], 0.5, True)
+    assert x.decision.endswith("rule: Δ = 0.5 > τ_lexical 0.35 at θ_lexical 0.4")
+    # τ_lexical 0.5 prunes it, τ 0.5 does not (it is the model's)
+    assert not _pruned(PipelineSettings(theta_lexical=0.4, tau_lexical=0.5))["x"].kept
+    assert _pruned(PipelineSettings(theta_lexical=0.4, tau=0.5))["x"].kept
+    assert not _pruned(PipelineSettings(tau=0.5))["z"].kept and _pruned(PipelineSettings(tau_lexical=0.5))["z"].kept
     # θ 0.7 for the model: y's rows 0.7 and 0.74 are supported now; the lexical edge still at θ_lexical 0
     edges = _pruned(PipelineSettings(theta=0.7, theta_lexical=0.0))
     assert (edges["y"].theta, edges["y"].delta, edges["y"].kept) == (0.7, 1.0, True)
@@ -99,7 +109,9 @@ def test_an_edge_the_scorers_do_not_list_is_a_lexical_edge_and_a_failed_one_is_p
                           scorers={})
     x = next(e for e in pruning.edges if e.citing == "x")
     assert (x.scorer, x.theta, x.kept, x.delta) == ("offline", 0.0, False, 0.0)
-    assert x.decision == "pruned: scoring failed (paper x has no claims (no abstract)), Δ = 0 ≤ τ = 0"
+    assert x.decision == ("pruned: scoring failed (paper x has no claims (no abstract)); rule: an edge that cannot be "
+                          "scored has Δ = 0 ≤ τ_lexical 0.35")
+    assert (x.rule, x.supported, x.covered) == ("scoring-failed", [], [])
     assert all(e.scorer == "offline" and e.theta == 0.0 for e in pruning.edges)
 
 
@@ -110,7 +122,8 @@ def test_edge_theta_resolves_by_scorer():
 
 def test_defaults_are_the_measured_configuration():
     s = PipelineSettings()
-    assert (s.L, s.L_offline, s.theta, s.theta_lexical, s.query_seeds) == (5, 1, 0.75, 0.0, 5)
+    assert (s.L, s.L_offline, s.theta, s.theta_lexical, s.query_seeds) == (5, 1, 0.75, 0.05, 5)
+    assert (s.tau, s.tau_lexical) == (0.0, 0.35)
     assert (s.proximity_weight, s.proximity_window_weight, s.anchor_restart_weight) == (0.4, 0.2, 0.1)
     assert (s.text_rank_weight, s.text_rank_confidence, s.text_rank_specificity) == (0.6, 0.5, 0.5)
     assert (s.semantic_feedback_weight, s.semantic_feedback_scope) == (0.4, "fusion")
@@ -126,14 +139,16 @@ def _cli(*argv: str) -> PipelineSettings:
 
 def test_preset_paper_is_the_papers_configuration():
     paper = PipelineSettings(ranker="ppr", personalization="uniform", alpha=0.15, text_candidates=0, hops=1.5, m=10,
-                             beta=0.5, theta=0.75, theta_lexical=0.75, tau=0.0, fusion="none", query_seeds=0,
+                             beta=0.5, theta=0.75, theta_lexical=0.15, tau=0.0, tau_lexical=0.0, fusion="none",
+                             query_seeds=0,
                              L_offline=5, proximity_weight=0.0, proximity_window_weight=0.0,
                              anchor_restart_weight=0.0, text_rank_weight=0.4,
                              text_rank_confidence=0.0, text_rank_specificity=0.0, semantic_feedback_weight=0.0,
                              semantic_feedback_scope="all", preset="paper")
     assert PipelineSettings.from_preset("paper") == paper
     assert _cli("--preset", "paper") == paper
-    assert _cli("--theta-lexical", "0.5").theta_lexical == 0.5 and _cli().theta_lexical == 0.0
+    assert _cli("--theta-lexical", "0.5").theta_lexical == 0.5 and _cli().theta_lexical == 0.05
+    assert _cli("--tau-lexical", "0.5").tau_lexical == 0.5 and _cli().tau_lexical == 0.35
     with pytest.raises(InputError, match=r"--theta-lexical must be in \[0, 1\] \(got 1.5\)"):
         _cli("--theta-lexical", "1.5")
 
@@ -150,7 +165,7 @@ def test_a_run_records_the_theta_of_each_edge_offline_and_in_the_cascade(tiny_so
     model = [e for e in mixed.edges if e.scorer == "model"]
     lexical = [e for e in mixed.edges if e.scorer == "offline"]
     assert len(model) == 1 and lexical
-    assert model[0].theta == 0.75 and model[0].decision.endswith("at θ = 0.75, the model's threshold)")
+    assert model[0].theta == 0.75 and model[0].decision.endswith("at θ 0.75")
     assert all(e.theta == 0.0 and (e.kept or e.error) for e in lexical)
     assert mixed.threshold(model[0]) == ("θ", 0.75) and mixed.threshold(lexical[0]) == ("θ_lexical", 0.0)
     # θ_lexical 0.75: the fallback's edges are judged like the model's again
@@ -160,17 +175,34 @@ def test_a_run_records_the_theta_of_each_edge_offline_and_in_the_cascade(tiny_so
     assert any(not e.kept and not e.error for e in strict.edges if e.scorer == "offline")
 
 
+def _as_before_calibrated_support(data: dict) -> dict:
+    """``data`` as a trace written before issue 22 records its edges: ✓ was Eq. 3's s_i at the edge's θ, and
+    no covered, support_theta or rule."""
+    for e in data["edges"]:
+        e["supported"] = e.pop("covered")
+        del e["support_theta"], e["rule"]
+    return data
+
+
 def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source, tmp_path):
     engine = Engine(tiny_source, offline_backend(TermStats.from_index(tiny_source.text_index)), None)
-    t = run_query(QUERY, engine, PipelineSettings(**{**ROUND3_DEFAULTS, "m": 3, "L": 2, "L_offline": 2}), now=NOW)
-    data = json.loads(trace_io.dumps(t))
+    # one θ for every edge, as then (θ_lexical = θ 0.75, τ_lexical = τ 0)
+    t = run_query(QUERY, engine, PipelineSettings(**{**ROUND3_DEFAULTS, "theta_lexical": 0.75, "m": 3, "L": 2,
+                                                     "L_offline": 2}), now=NOW)
+    data = _as_before_calibrated_support(json.loads(trace_io.dumps(t)))
     for name in ROUND3_DEFAULTS:  # what a trace written before issue 14 does not record
         del data["settings"][name]
     for e in data["edges"]:
         del e["theta"]
     old = trace_io.from_dict(data)
-    assert old.settings == t.settings and old.edges == t.edges  # what the run had, not today's defaults
-    assert {k: getattr(old.settings, k) for k in ROUND3_DEFAULTS} == {**ROUND3_DEFAULTS, "L_offline": 2}
+    assert old.settings == t.settings  # what the run had, not today's defaults
+    decided = [(e.citing, e.cited, e.covered, e.delta, e.kept, e.weight, e.decision, e.theta) for e in t.edges]
+    assert [(e.citing, e.cited, e.covered, e.delta, e.kept, e.weight, e.decision, e.theta) for e in old.edges] == decided
+    # its ✓ are what it recorded (Eq. 3 at its θ), and the views say at which θ
+    assert all(e.supported == e.covered and e.support_theta is None and e.rule == "" for e in old.edges)
+    assert all(old.support_threshold(e) == 0.75 for e in old.edges)
+    assert {k: getattr(old.settings, k) for k in ROUND3_DEFAULTS} == {**ROUND3_DEFAULTS, "theta_lexical": 0.75,
+                                                                      "L_offline": 2}
     # a run saved before the split opens from the saved-runs folder the same way
     store = RunStore(tmp_path / "runs")
     (tmp_path / "runs" / "20010601-old.json").write_text(json.dumps(data), encoding="utf-8")
@@ -183,6 +215,9 @@ def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source, tmp
     # a hand-built record without θ falls back to the settings by scorer
     assert t.threshold(EdgeRecord("a", "b", scorer="model")) == ("θ", 0.75)
     assert t.threshold(EdgeRecord("a", "b")) == ("θ_lexical", 0.75)
+    # an old trace run at τ 0.4 pruned every edge at 0.4
+    data["settings"]["tau"] = 0.4
+    assert trace_io.from_dict(data).settings.tau_lexical == 0.4
 
 
 def test_the_html_export_carries_each_edges_threshold(tiny_source):
@@ -192,6 +227,8 @@ def test_the_html_export_carries_each_edges_threshold(tiny_source):
     assert (data["theta"], data["theta_lexical"]) == (0.75, 0.0)
     assert data["edges"] and all((e["scorer"], e["theta_name"], e["theta"]) == ("offline", "θ_lexical", 0.0)
                                  for e in data["edges"])
+    assert all((e["score_name"], e["support_theta"]) == ("word-overlap support", 0.32) for e in data["edges"])
+    assert [e["supported"] for e in data["edges"]] == [list(x.supported) for x in t.edges]
 
 
 def _eval_dev():
@@ -213,31 +250,38 @@ def test_every_dev_run_still_runs_what_it_ran():
     assert runs["no-pruning"] == round3.replace(theta=0.0, theta_lexical=0.0)
     assert runs["hybrid-keep-planning"] == round3.replace(theta=0.0, theta_lexical=0.0, query_seeds=5,
                                                           text_rank_weight=0.5, text_rank_confidence=0.35)
-    # round 5's default and its ablations run without semantic feedback (round 6), as they did
-    round5 = PipelineSettings(semantic_feedback_weight=0.0, semantic_feedback_scope="all")
+    # round 6's default (before issue 22) kept every word-overlap edge; its ablations and round 5's run on it
+    round6 = PipelineSettings(theta_lexical=0.0, tau_lexical=0.0)
+    assert runs["round6-default"] == round6 == runs["semantic-fusion-0.4"]  # round 6's default is that run
+    assert runs["round6-pruning"] == round6.replace(theta_lexical=0.15)
+    round5 = round6.replace(semantic_feedback_weight=0.0, semantic_feedback_scope="all")
     assert runs["round5-default"] == round5
-    assert runs["round5-pruning"] == round5.replace(theta_lexical=0.75)
+    assert runs["round5-pruning"] == round5.replace(theta_lexical=0.15)
     assert all(runs[n].semantic_feedback_weight == 0.0 for n in ev.RUNS if n.startswith("round5"))
-    assert runs["semantic-fusion-0.4"] == PipelineSettings()  # the default is that run
-    # every run measured before the switch judged every edge at one θ, and got the round-3 values it does not name
+    assert all((runs[n].theta_lexical, runs[n].tau_lexical) != (0.05, 0.35) for n in ev.RUNS
+               if n.startswith(("round5", "round6", "semantic")))
+    # every run measured before the switch judged every edge at one bar — θ_lexical 0.15 is the word share the
+    # logistic scale of that time read as θ 0.75 (0.17 as 0.85) — and got the round-3 values it does not name
+    same_bar = {0.0: 0.0, 0.75: 0.15, 0.85: 0.17}
     for name, run in ev.RUNS.items():
-        if name in ("crase", "paper") or name.startswith(("round5", "round6", "semantic")):
+        if name in ("crase", "paper") or name.startswith(("round5", "round6", "semantic", "prune")):
             continue
         s = runs[name]
-        assert s.theta_lexical == s.theta, name
+        assert s.theta_lexical == same_bar[s.theta] and s.tau_lexical == s.tau, name
         for knob, value in ROUND3_DEFAULTS.items():
             if knob not in run.overrides:
                 assert getattr(s, knob) == value, (name, knob)
 
 
 def test_lexical_theta_0_is_theta_0_for_every_edge_with_the_offline_backend(hepth_engine):
-    """θ_lexical 0 with the offline backend (every edge lexical) is θ 0 for every edge: the default ranks as the
-    default with θ 0, on the real corpus; and θ_lexical 0.75 does prune there (the test can fail)."""
+    """θ_lexical 0 with the offline backend (every edge lexical) is θ 0 for every edge: round 6's default ranks as
+    it does with θ 0 too, on the real corpus; and the default does prune there (the test can fail)."""
     query = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]["query"]
-    default = run_query(query, hepth_engine, PipelineSettings(), now=NOW)
-    same = run_query(query, hepth_engine, PipelineSettings(theta=0.0), now=NOW)
-    assert len(default.results) == 50
-    assert [r.paper_id for r in default.results] == [r.paper_id for r in same.results]
-    assert [(e.delta, e.weight, e.kept) for e in default.edges] == [(e.delta, e.weight, e.kept) for e in same.edges]
-    pruned = run_query(query, hepth_engine, PipelineSettings(theta_lexical=0.75), now=NOW)
+    round6 = PipelineSettings(theta_lexical=0.0, tau_lexical=0.0)
+    before = run_query(query, hepth_engine, round6, now=NOW)
+    same = run_query(query, hepth_engine, round6.replace(theta=0.0), now=NOW)
+    assert len(before.results) == 50
+    assert [r.paper_id for r in before.results] == [r.paper_id for r in same.results]
+    assert [(e.delta, e.weight, e.kept) for e in before.edges] == [(e.delta, e.weight, e.kept) for e in same.edges]
+    pruned = run_query(query, hepth_engine, PipelineSettings(), now=NOW)
     assert not all(e.kept for e in pruned.edges)

@@ -121,22 +121,26 @@ def _hand_graph() -> tuple[Expansion, dict[tuple[str, str], EdgeMatrix], list[Se
     return Expansion(graph, papers, {"s", "z"}, ["t"]), matrices, seeds
 
 
-#: the hand graph's edges are lexical ("offline") ones, judged at θ_lexical 0.75 as the hand-checked Δ assume
-HAND = PipelineSettings(theta_lexical=0.75)
+#: the hand graph's edges are word-overlap ("offline") ones, judged at θ_lexical 0.75 and pruned at τ_lexical 0 as the
+#: hand-checked Δ assume
+HAND = PipelineSettings(theta_lexical=0.75, tau_lexical=0.0)
 
 
 def test_prune_graph_by_hand():
     expansion, matrices, seeds = _hand_graph()
     pruning = prune_graph(expansion, matrices, seeds, HAND, reference_year=2020, scorers={})
     xs = next(e for e in pruning.edges if e.citing == "x")
-    assert xs.supported == [True, False] and xs.delta == 0.5 and xs.kept
+    assert xs.covered == [True, False] and xs.delta == 0.5 and xs.kept and xs.rule == "delta-above-tau"
+    # ✓ at the word-overlap scorer's calibrated 0.32, whatever θ_lexical says: 0.9 yes, 0.3 no
+    assert xs.supported == [True, False] and xs.support_theta == 0.32
     assert (xs.scorer, xs.theta) == ("offline", 0.75)
-    assert xs.decision == ("kept: Δ = 0.5 > τ = 0 (1 of 2 citing claims supported at θ_lexical = 0.75, the offline "
-                           "lexical scorer's threshold)")
+    assert xs.decision == ("kept: 1 of 2 citing claims shares enough words with a cited claim (word-overlap support "
+                           "≥ 0.75); rule: Δ = 0.5 > τ_lexical 0 at θ_lexical 0.75")
     assert xs.age_years == 4 and xs.weight == pytest.approx(0.5 * 4 ** -0.5)
     sy = next(e for e in pruning.edges if e.citing == "s")
-    assert not sy.kept and sy.delta == 0.0 and sy.weight == 0.0
-    assert sy.decision == "pruned: scoring failed (HTTP 503), Δ = 0 ≤ τ = 0; cited paper has no year, age taken as 1"
+    assert not sy.kept and sy.delta == 0.0 and sy.weight == 0.0 and sy.rule == "scoring-failed"
+    assert sy.decision == ("pruned: scoring failed (HTTP 503); rule: an edge that cannot be scored has Δ = 0 ≤ "
+                           "τ_lexical 0; cited paper has no year, age taken as 1")
     assert pruning.alive == {"s", "x", "t"}  # t: a text candidate, exempt from isolation pruning
     nodes = {n.paper.id: n for n in pruning.nodes}
     assert [n.role for n in pruning.nodes] == ["seed", "seed", "expanded", "expanded", "text"]
@@ -144,6 +148,45 @@ def test_prune_graph_by_hand():
     assert nodes["z"].prune_reason == "no citation edge inside the graph"
     assert [(s.fate, s.fate_reason) for s in seeds] == [
         ("kept", "kept: 1 of 2 edges kept"), ("pruned", "pruned: no references or citers inside the graph")]
+
+
+def test_default_prunes_word_overlap_edges_where_at_most_a_third_of_the_claims_share_words():
+    """The default (θ_lexical 0.05, τ_lexical 0.35) on a hand graph: seeds s and z; a and b cite s, z and c cite
+    each other. Row maxima: a→s 0.40 / 0.06 / 0.03, b→s 0.04 / 0.10 / 0.02 / 0, z→c 0.04 / 0.01, c→z 0.049."""
+    papers = {p.id: p for p in (_paper("s", 2016), _paper("z", 2010), _paper("a", 2018), _paper("b", 2019),
+                                _paper("c", 2019))}
+    graph = ExpandedGraph(nodes=["s", "z", "a", "b", "c"], edges=[("a", "s"), ("b", "s"), ("z", "c"), ("c", "z")],
+                          hop={})
+    matrices = {("a", "s"): EdgeMatrix([[0.40, 0.01], [0.06, 0.02], [0.0, 0.03]], "word-overlap/v2"),
+                ("b", "s"): EdgeMatrix([[0.04, 0.0], [0.10, 0.0], [0.02, 0.0], [0.0, 0.0]], "word-overlap/v2"),
+                ("z", "c"): EdgeMatrix([[0.02, 0.04], [0.01, 0.0]], "word-overlap/v2"),
+                ("c", "z"): EdgeMatrix([[0.049]], "word-overlap/v2")}
+    seeds = [Seed(pid, [SeedOrigin(0, "sq", r, r, 2)]) for r, pid in enumerate(["s", "z"], 1)]
+    pruning = prune_graph(Expansion(graph, papers, {"s", "z"}, []), matrices, seeds, PipelineSettings(),
+                          reference_year=2020, scorers={})
+    e = {(x.citing, x.cited): x for x in pruning.edges}
+    a_s, b_s, z_c, c_z = e[("a", "s")], e[("b", "s")], e[("z", "c")], e[("c", "z")]
+    # Δ counts the claims reaching θ_lexical 0.05; ✓ only the claims reaching the calibrated 0.32
+    assert (a_s.covered, a_s.supported, a_s.delta) == ([True, True, False], [True, False, False], 2 / 3)
+    assert a_s.kept and a_s.weight == pytest.approx(2 / 3 * 4 ** -0.5)
+    assert a_s.decision == ("kept: 2 of 3 citing claims share enough words with a cited claim (word-overlap support "
+                            "≥ 0.05); rule: Δ = 0.667 > τ_lexical 0.35 at θ_lexical 0.05")
+    assert (b_s.covered, b_s.supported, b_s.delta, b_s.kept) == ([False, True, False, False], [False] * 4, 0.25, False)
+    assert b_s.decision == ("pruned: only 1 of 4 citing claims shares enough words with a cited claim (word-overlap "
+                            "support ≥ 0.05); rule: Δ = 0.25 ≤ τ_lexical 0.35 at θ_lexical 0.05")
+    assert (z_c.delta, z_c.kept, c_z.delta, c_z.kept) == (0.0, False, 0.0, False)
+    assert z_c.decision == ("pruned: no citing claim shares enough words with a cited claim (word-overlap support "
+                            "< 0.05 for all 2 citing claims); rule: Δ = 0 ≤ τ_lexical 0.35 at θ_lexical 0.05")
+    assert {x.rule for x in (b_s, z_c, c_z)} == {"delta-at-most-tau"} and a_s.rule == "delta-above-tau"
+    assert all((x.theta, x.support_theta, x.weight) == (0.05, 0.32, 0.0) for x in (b_s, z_c, c_z))
+    assert pruning.alive == {"a", "s"}
+    nodes = {n.paper.id: n for n in pruning.nodes}
+    assert nodes["b"].prune_reason == "isolated: all 1 of its edges were pruned"
+    assert nodes["c"].prune_reason == "isolated: all 2 of its edges were pruned"
+    # the seed z loses both its edges: it is pruned, and says why
+    assert [(s.fate, s.fate_reason) for s in seeds] == [
+        ("kept", "kept: 1 of 2 edges kept"), ("pruned", "pruned: all 2 of its edges were pruned (Δ ≤ τ)")]
+    assert nodes["z"].display_role == "seed_pruned"
 
 
 def test_rank_papers_explains_each_result():

@@ -102,6 +102,12 @@ def labels_and(name: str, get):
     return [(label, get(job)) for label, job in ablation_variants(name, BASE)]
 
 
+#: the knob each family moves along with its own: the word-overlap scorer's θ_lexical (a share of words) with the
+#: model's θ, τ_lexical with τ (every edge pruned at one τ)
+COMPANION = {"theta": ("theta_lexical", {0.5: 0.02, 0.65: 0.05, 0.75: 0.1, 0.85: 0.15}),
+             "tau": ("tau_lexical", {t: t for t in (0.0, 0.2, 0.4, 0.6)})}
+
+
 @pytest.mark.parametrize(("name", "field", "values"), [
     ("hops", "hops", [1.0, 1.5, 2.0]),
     ("m", "m", [5, 10, 15, 20]),
@@ -112,12 +118,15 @@ def labels_and(name: str, get):
 ])
 def test_settings_ablations_change_one_knob_only(name, field, values):
     variants = ablation_variants(name, BASE)
-    assert [label for label, _ in variants] == [f"{field}={v:g}" if not isinstance(v, str) else f"{field}={v}"
-                                                for v in values]
+    label = {"theta": lambda v: f"theta={v:g},theta_lexical={COMPANION['theta'][1][v]:g}"}.get(
+        name, lambda v: f"{field}={v:g}" if not isinstance(v, str) else f"{field}={v}")
+    assert [lab for lab, _ in variants] == [label(v) for v in values]
     for (_, job), v in zip(variants, values, strict=True):
         assert getattr(job.settings, field) == v
-        # everything else as in the base job; θ is the threshold of every edge (model and lexical scorer)
-        changed = {field: v, "theta_lexical": v} if field == "theta" else {field: v}
+        # everything else as in the base job (θ and τ move with the word-overlap scorer's own)
+        changed = {field: v}
+        if name in COMPANION:
+            changed[COMPANION[name][0]] = COMPANION[name][1][v]
         assert job.settings == BASE.settings.replace(**changed)
         assert (job.method, job.age_reference, job.corrupt_seeds, job.bench) == ("crase", "current", None,
                                                                                    "bench.jsonl")

@@ -33,8 +33,9 @@ ABLATIONS: dict[str, str] = {
     "baselines": "every method on the same candidate pool (paper Table 1)",
     "hops": "expansion radius 1 / 1.5 / 2 (Table 9: with |V| and entailment calls)",
     "m": "seed budget m = 5 / 10 / 15 / 20 (Table 10)",
-    "theta": "support threshold θ = θ_lexical = 0.5 / 0.65 / 0.75 / 0.85 (every edge, whoever scored it)",
-    "tau": "pruning threshold τ = 0 / 0.2 / 0.4 / 0.6",
+    "theta": "support threshold θ = 0.5 / 0.65 / 0.75 / 0.85 for model-scored edges, with θ_lexical = 0.02 / 0.05 / "
+             "0.1 / 0.15 for word-overlap ones",
+    "tau": "pruning threshold τ = τ_lexical = 0 / 0.2 / 0.4 / 0.6 (every edge, whoever scored it)",
     "beta": "age decay β = 0 / 0.5 / 1",
     "age": "age reference: current year vs the query's year (Table 3)",
     "ranker": "every registered ranker: PPR / SALSA / CEP (Table 2)",
@@ -56,11 +57,11 @@ def ablation_variants(name: str, job: EvalJob) -> list[tuple[str, EvalJob]]:
     if name == "m":
         return [(f"m={m}", replace(job, settings=s.replace(m=m))) for m in (5, 10, 15, 20)]
     if name == "theta":
-        # both thresholds: the offline backend's edges are judged at theta_lexical, a model's at theta
-        return [(f"theta={t:g}", replace(job, settings=s.replace(theta=t, theta_lexical=t)))
-                for t in (0.5, 0.65, 0.75, 0.85)]
+        # both thresholds: the offline backend's edges are judged at theta_lexical (a share of words), a model's at theta
+        return [(f"theta={t:g},theta_lexical={tl:g}", replace(job, settings=s.replace(theta=t, theta_lexical=tl)))
+                for t, tl in ((0.5, 0.02), (0.65, 0.05), (0.75, 0.1), (0.85, 0.15))]
     if name == "tau":
-        return [(f"tau={t:g}", replace(job, settings=s.replace(tau=t))) for t in (0.0, 0.2, 0.4, 0.6)]
+        return [(f"tau={t:g}", replace(job, settings=s.replace(tau=t, tau_lexical=t))) for t in (0.0, 0.2, 0.4, 0.6)]
     if name == "beta":
         return [(f"beta={b:g}", replace(job, settings=s.replace(beta=b))) for b in (0.0, 0.5, 1.0)]
     if name == "age":

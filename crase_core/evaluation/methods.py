@@ -53,7 +53,8 @@ class MethodOutput:
 
 
 def trace_stats(trace: RunTrace) -> dict[str, Any]:
-    """|V|, |E|, kept counts, seeds, model calls, cache hits and warnings of one run."""
+    """|V|, |E|, kept counts, seeds, citing claims (per edge) and those supported, model calls, cache hits and
+    warnings of one run."""
     return {
         "n_nodes": len(trace.nodes),
         "n_edges": len(trace.edges),
@@ -61,6 +62,8 @@ def trace_stats(trace: RunTrace) -> dict[str, Any]:
         "n_kept_edges": sum(e.kept for e in trace.edges),
         "n_seeds": len(trace.seeds),
         "n_seeds_pruned": sum(s.fate == "pruned" for s in trace.seeds),
+        "n_citing_claims": sum(len(e.supported) for e in trace.edges),  # one per citing claim of each edge
+        "n_supported_claims": sum(sum(e.supported) for e in trace.edges),  # of them ✓ at the scorer's own θ
         "budget_calls": trace.budget.total,
         "entailment_calls": trace.budget.entailment_calls,
         "model_calls": trace.counters.model_calls,

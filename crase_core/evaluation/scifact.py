@@ -27,6 +27,8 @@ from ..text import content_terms
 
 DEFAULT_PAIRS = scifact_pairs_file()
 THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 20))
+#: the grid the best-F1 threshold is read from (the calibration of :data:`~crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA`)
+FINE_THRESHOLDS: tuple[float, ...] = tuple(round(0.01 * i, 2) for i in range(1, 100))
 
 
 @dataclass(frozen=True)
@@ -104,13 +106,25 @@ def classification_metrics(scores: Sequence[float | None], labels: Sequence[str]
     return {"theta": theta, "precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
 
 
+def best_threshold(scores: Sequence[float | None], labels: Sequence[str],
+                   thresholds: Sequence[float] = FINE_THRESHOLDS) -> dict[str, float]:
+    """The metrics at the threshold of ``thresholds`` with the highest F1 (the lowest such threshold on a tie)."""
+    return max((classification_metrics(scores, labels, t) for t in thresholds), key=lambda r: (r["f1"], -r["theta"]))
+
+
+def calibrate(scorer: EntailmentScorer, pairs: Sequence[ClaimPair]) -> float:
+    """A scorer's calibrated threshold for "supported": the θ of :data:`FINE_THRESHOLDS` that maximises the F1 of
+    max_j M[0][j] ≥ θ against SUPPORT (vs CONTRADICT and NOT-ENOUGH-INFO) on claim–full-abstract ``pairs``."""
+    return best_threshold(support_scores(scorer, pairs), [p.label for p in pairs])["theta"]
+
+
 def evaluate_scorer(scorer: EntailmentScorer, pairs: Sequence[ClaimPair], theta: float = 0.75,
                     evidence_only: bool = False, thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
-    """Metrics at θ, the threshold sweep, the best-F1 threshold and mean score per label."""
+    """Metrics at θ, the threshold sweep, the best-F1 threshold (:func:`best_threshold`) and mean score per label."""
     scores = support_scores(scorer, pairs, evidence_only)
     labels = [p.label for p in pairs]
     sweep = [classification_metrics(scores, labels, t) for t in thresholds]
-    best = max(sweep, key=lambda r: (r["f1"], -abs(r["theta"] - theta)))
+    best = best_threshold(scores, labels)
     by_label: dict[str, list[float]] = {}
     for s, y in zip(scores, labels, strict=True):
         if s is not None:

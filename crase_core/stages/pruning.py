@@ -9,8 +9,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..affinity import age_years, coverage_affinity, decide_edge, supported_claims, surviving_nodes
+from ..affinity import (
+    RULE_FAILED,
+    age_years,
+    coverage_affinity,
+    decide_edge,
+    edge_tau,
+    supported_claims,
+    surviving_nodes,
+)
 from ..component_cache import Edge
+from ..entailment import WORD_OVERLAP_SUPPORT_THETA
 from ..records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
 from ..settings import PipelineSettings
 from .expansion import Expansion
@@ -33,21 +42,31 @@ def edge_theta(scorer: str, settings: PipelineSettings) -> float:
     return settings.theta if scorer == MODEL else settings.theta_lexical
 
 
+def support_theta(scorer: str, settings: PipelineSettings) -> float:
+    """The θ a claim is marked supported at: the scorer's own calibrated threshold — ``settings.theta`` for a
+    model's matrix (the paper's), :data:`~crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA` for the word-overlap
+    scorer's, whatever θ_lexical the pruning reads."""
+    return settings.theta if scorer == MODEL else WORD_OVERLAP_SUPPORT_THETA
+
+
 def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansion, settings: PipelineSettings,
                 reference_year: int, scorer: tuple[str, str]) -> EdgeRecord:
     """Edge u→v with its scorer (who decided it, why), the θ that scorer's matrices are read at
-    (:func:`edge_theta`), s_i, Δ (0 when scoring failed), age factor, weight and decision (Δ ≤ τ → pruned)."""
+    (:func:`edge_theta`), s_i (``covered``), Δ (0 when scoring failed), the claims supported at the scorer's
+    calibrated θ (:func:`support_theta`), age factor, weight, rule and decision (Δ ≤ the scorer's τ → pruned)."""
     age = age_years(cited.year, reference_year)
     theta = edge_theta(scorer[0], settings)
+    ok = not em.error
     rec = EdgeRecord(
         citing=u, cited=v, matrix=em.matrix, error=em.error, cached=em.cached,
-        supported=supported_claims(em.matrix, theta) if not em.error else [],
-        delta=coverage_affinity(em.matrix, theta) if not em.error else 0.0,
+        supported=supported_claims(em.matrix, support_theta(scorer[0], settings)) if ok else [],
+        covered=supported_claims(em.matrix, theta) if ok else [],
+        delta=coverage_affinity(em.matrix, theta) if ok else 0.0,
         age_years=age, age_factor=age ** (-settings.beta),
         contexts=expansion.graph.contexts.get((u, v), []), intents=expansion.graph.intents.get((u, v), []),
-        scorer=scorer[0], scorer_reason=scorer[1], theta=theta,
+        scorer=scorer[0], scorer_reason=scorer[1], theta=theta, support_theta=support_theta(scorer[0], settings),
     )
-    decide_edge(rec, settings.tau)
+    decide_edge(rec, edge_tau(scorer[0], settings.tau, settings.tau_lexical))
     if cited.year is None:
         rec.decision += "; cited paper has no year, age taken as 1"
     return rec
@@ -70,19 +89,21 @@ def node_records(expansion: Expansion, alive: set[str], degree: Counter[str]) ->
 
 
 def decide_seed_fates(seeds: Sequence[Seed], alive: set[str], degree: Counter[str], kept_degree: Counter[str],
-                      tau: float) -> None:
-    """Set each seed's ``fate`` (kept/pruned) and ``fate_reason``."""
+                      rules: Mapping[str, Counter[str]]) -> None:
+    """Set each seed's ``fate`` (kept/pruned) and ``fate_reason`` (``rules[p]``: the rules that pruned p's edges)."""
     for s in seeds:
         if s.paper_id in alive:
             s.fate = "kept"
             s.fate_reason = f"kept: {kept_degree[s.paper_id]} of {degree[s.paper_id]} edges kept"
+        elif degree[s.paper_id]:
+            s.fate = "pruned"
+            why = rules.get(s.paper_id, Counter())
+            failed = why.get(RULE_FAILED, 0)
+            s.fate_reason = (f"pruned: all {degree[s.paper_id]} of its edges were pruned (Δ ≤ τ"
+                             + (f"; {failed} could not be scored" if failed else "") + ")")
         else:
             s.fate = "pruned"
-            s.fate_reason = (
-                f"pruned: all {degree[s.paper_id]} of its edges have Δ ≤ τ = {tau:g}"
-                if degree[s.paper_id]
-                else "pruned: no references or citers inside the graph"
-            )
+            s.fate_reason = "pruned: no references or citers inside the graph"
 
 
 def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: Sequence[Seed],
@@ -101,12 +122,16 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
     alive = surviving_nodes(graph.nodes, edges) | set(expansion.text_ids)
     degree: Counter[str] = Counter()
     kept_degree: Counter[str] = Counter()
+    rules: dict[str, Counter[str]] = {}
     for e in edges:
         degree.update((e.citing, e.cited))
         if e.kept:
             kept_degree.update((e.citing, e.cited))
+        else:
+            for end in (e.citing, e.cited):
+                rules.setdefault(end, Counter())[e.rule] += 1
     nodes = node_records(expansion, alive, degree)
-    decide_seed_fates(seeds, alive, degree, kept_degree, settings.tau)
+    decide_seed_fates(seeds, alive, degree, kept_degree, rules)
     emit(progress, "pruning", len(graph.edges), len(graph.edges),
          f"{sum(e.kept for e in edges)} of {len(edges)} edges kept, {len(alive)} of {len(graph.nodes)} nodes")
     return Pruning(edges, nodes, alive)
