@@ -279,6 +279,7 @@ def run_query(
         coverage=build.seeding.coverage,
         library=build.seeding.library,
         semantic_feedback=build.seeding.semantic_feedback,
+        semantic_note=build.seeding.semantic_note,
     )
     identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
                               trace.backend, trace.reference_year]

@@ -76,6 +76,8 @@ class RunTrace:
     library: UserLibrary | None = None  # the user's own papers, when the run was given them
     #: whether the run's searches were fused with semantic feedback (asked for, and embeddings for the corpus)
     semantic_feedback: bool = False
+    #: what semantic feedback read (model, where from), or why it was off and how to turn it on
+    semantic_note: str = ""
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---

@@ -267,8 +267,9 @@ class Endpoint:
             return {"type": "json_object"}
         return None
 
-    async def _send(self, session: Session, body: bytes, usage: Usage) -> _Outcome:
-        """One HTTP request under a slot of the limit and a total deadline; counts one call once sent."""
+    async def _send(self, session: Session, body: bytes, usage: Usage, path: str = "/chat/completions") -> _Outcome:
+        """One HTTP POST of ``body`` to ``path`` under a slot of the limit and a total deadline; counts one call
+        once sent."""
         s = self.settings
         limit = session.limit
         try:
@@ -286,9 +287,9 @@ class Endpoint:
         overloaded, retry_after, ok = False, None, False
         try:
             async with asyncio.timeout_at(min(call_end, run_end)):
-                r = await session.pool.request("POST", "/chat/completions", body)
+                r = await session.pool.request("POST", path, body)
             if log.isEnabledFor(logging.DEBUG):
-                log.debug('HTTP Request: POST %s "HTTP/1.1 %d"', mask_secrets(s.base_url + "/chat/completions"), r.status)
+                log.debug('HTTP Request: POST %s "HTTP/1.1 %d"', mask_secrets(s.base_url + path), r.status)
             overloaded = r.status == 429 or r.status == 503
             retry_after = parse_retry_after(r.headers.get("retry-after")) if overloaded else None
             ok = r.status == 200
@@ -318,6 +319,38 @@ class Endpoint:
 
         ``client`` is the :class:`Session` that :meth:`run_batch` passed to ``work``.
         """
+        s = self.settings
+
+        def body() -> bytes:
+            kwargs: dict[str, Any] = {
+                "model": s.model, "messages": messages, "temperature": s.temperature, "max_tokens": max_tokens,
+            }
+            rf = self._response_format(name, schema)
+            if rf is not None:
+                kwargs["response_format"] = rf
+            return json.dumps(kwargs, ensure_ascii=False).encode("utf-8")
+
+        def structured_refused(r: Response) -> bool:
+            text = _error_text(r).lower()
+            if self._response_format(name, schema) is None or not any(
+                    w in text for w in ("response_format", "schema", "json_object")):
+                return False
+            self.structured = "off"
+            self.structured_fallback_note = (f"the endpoint rejected response_format ({s.structured_output}); "
+                                             "plain JSON instructions used instead")
+            log.warning("%s", self._msg(self.structured_fallback_note))
+            return True  # asked again at once (it happens once: the mode is now off)
+
+        return await self.post_json(client, "/chat/completions", body, usage,
+                                    lambda r: self._completion(r, usage), structured_refused)
+
+    async def post_json(self, client: Any, path: str, body: Callable[[], bytes], usage: Usage,
+                        accept: Callable[[Response], tuple[R | None, str]],
+                        retry_400: Callable[[Response], bool] | None = None) -> R:
+        """POST ``body()`` to ``path`` until ``accept`` takes an HTTP 200 answer (it returns the value, or None and
+        what is wrong with the answer, "{n}" standing for the attempts), retried on transient failures as the
+        module docstring says; raises ModelError/TransientError/ItemError. ``retry_400`` may turn an HTTP 400
+        into one immediate retry (it returns True) instead of an :class:`ItemError`."""
         session: Session = client
         s = self.settings
         failures = overloads = attempts = 0
@@ -325,14 +358,7 @@ class Endpoint:
         while True:
             if session.expired():
                 raise DeadlineError(self._deadline_message(attempts))
-            kwargs: dict[str, Any] = {
-                "model": s.model, "messages": messages, "temperature": s.temperature, "max_tokens": max_tokens,
-            }
-            rf = self._response_format(name, schema)
-            if rf is not None:
-                kwargs["response_format"] = rf
-            body = json.dumps(kwargs, ensure_ascii=False).encode("utf-8")
-            out = await self._send(session, body, usage)
+            out = await self._send(session, body(), usage, path)
             attempts += out.sent
             if out.kind == "deadline":
                 raise DeadlineError(self._deadline_message(attempts))
@@ -353,19 +379,14 @@ class Endpoint:
                 else:
                     last = f"the connection to {self.where} broke ({{n}} attempts): {out.detail}"
             elif r.status == 200:
-                completion, problem = self._completion(r, usage)
-                if completion is not None:
-                    return completion
+                value, problem = accept(r)
+                if value is not None:
+                    return value
                 last = problem
             elif r.status == 400:
-                text = _error_text(r)
-                if rf is not None and any(w in text.lower() for w in ("response_format", "schema", "json_object")):
-                    self.structured = "off"
-                    self.structured_fallback_note = (f"the endpoint rejected response_format ({s.structured_output}); "
-                                                     "plain JSON instructions used instead")
-                    log.warning("%s", self._msg(self.structured_fallback_note))
-                    continue  # the fallback does not use up a retry (it happens once: the mode is now off)
-                raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {text}"))
+                if retry_400 is not None and retry_400(r):
+                    continue  # does not use up a retry
+                raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {_error_text(r)}"))
             else:
                 fatal = self._fatal_status(r, s.model)
                 if fatal is not None:
