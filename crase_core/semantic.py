@@ -38,7 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from .cache import cache_root
-from .embedding_files import EmbeddingsProblem, Manifest, manifest_path, read_embeddings, read_header
+from .embedding_files import (
+    EmbeddingsProblem,
+    Manifest,
+    manifest_path,
+    read_embeddings,
+    read_header,
+    read_manifest,
+)
 from .records import Paper
 from .resources import corpus_dir, embeddings_dir
 from .sources.base import ScoredPaper
@@ -146,7 +153,7 @@ def _find(folder_name: str | None, name: str, fingerprint: str, rows: int, _stam
         try:
             matrix, manifest = read_embeddings(path, rows=rows, fingerprint=fingerprint)
         except EmbeddingsProblem as e:
-            problem = f"semantic feedback off: the embeddings {path} cannot be used: {e}; {rewrite_hint(folder)}"
+            problem = f"semantic feedback off: the embeddings {path} cannot be used: {e}; {rewrite_hint(folder, path)}"
             log.info("%s", problem)
             return Lookup(None, problem, problem)
         emb = DocEmbeddings(matrix, str(path), manifest)
@@ -164,10 +171,18 @@ def _where(folder: Path | None) -> str:
     return " " + shlex.quote(str(folder))
 
 
-def rewrite_hint(folder: Path | None) -> str:
-    """How to write a refused embeddings file again."""
+def rewrite_hint(folder: Path | None, path: Path) -> str:
+    """How to replace the refused embeddings file ``path`` of the corpus in ``folder``."""
     where = _where(folder)
-    return f"write them again with `crase corpus embed{where} ...` (the same options as before)"
+    try:
+        m: Manifest | None = read_manifest(path)
+    except EmbeddingsProblem:
+        m = None
+    how = ("--minilm" if m.source == "minilm" else f"--base-url {shlex.quote(m.base_url)} --model "
+           f"{shlex.quote(m.model)}") if m is not None else "--base-url URL --model NAME (or --minilm)"
+    if path.parent == embeddings_dir():
+        return f"reinstall Crase to restore the shipped file, or write new ones with `crase corpus embed{where} {how}`"
+    return f"write them again with `crase corpus embed{where} {how}`"
 
 
 def load_embeddings(path: Path, rows: int, fingerprint: str) -> DocEmbeddings | None:
