@@ -115,6 +115,12 @@ class EndpointEmbedder:
         self.concurrency = self.settings.concurrency
         self.stopped_by_budget = False
 
+    @property
+    def notes(self) -> dict[str, Any]:
+        """What the manifest's ``extra`` records about how the vectors were made."""
+        return {"pooling": "mean of per-token vectors, computed by Crase (the server returned one per token)"} \
+            if self.client.pooled else {}
+
     def embed(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray | str]:
         out: list[np.ndarray | str] = []
         for r in self.client.embed(batches):
@@ -369,7 +375,8 @@ def embed_corpus(folder: Path, embedder: Embedder, *, fresh: bool = False,
     assert dimension is not None
     manifest = Manifest(model=embedder.model, dimension=dimension, count=n, corpus_name=corpus.name,
                         corpus_fingerprint=corpus.fingerprint, texts_sha256=digest, source=embedder.source,
-                        base_url=embedder.base_url, max_chars=embedder.max_chars, created=date.today().isoformat())
+                        base_url=embedder.base_url, max_chars=embedder.max_chars, created=date.today().isoformat(),
+                        extra=dict(getattr(embedder, "notes", {})))
     parts: list[np.ndarray] = []
     if base is not None:
         parts.append(rows_of(base[0], base[1], start))

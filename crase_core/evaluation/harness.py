@@ -91,6 +91,10 @@ class EvalJob:
         if rt.source == "s2":
             fp["s2"] = {"endpoint": redact_url(rt.s2.base_url), "max_neighbor_pages": rt.s2.max_neighbor_pages,
                         "on_neighbor_error": rt.s2.on_neighbor_error}
+        if rt.source == "openalex":
+            fp["openalex"] = {"endpoint": redact_url(rt.openalex.base_url), "page_size": rt.openalex.page_size,
+                              "max_neighbor_pages": rt.openalex.max_neighbor_pages,
+                              "on_neighbor_error": rt.openalex.on_neighbor_error}
         if engine is not None:
             corpus = getattr(engine.source, "corpus", None)
             fp["source"] = {"name": engine.source.name, "corpus": getattr(corpus, "fingerprint", None)}

@@ -7,6 +7,11 @@ with back-off, run deadline and call budget (``max_calls``, retries included), a
 key (sent only to the base URL it is bound to; never in a message). Body: ``{"model", "input": [texts],
 "encoding_format": "float"}``; answer: ``{"data": [{"index", "embedding": [floats]}], "usage"}``.
 
+A server that runs a model without a pooling layer (llama-cpp-python's server with a chat model such as
+SmolLM2: it has no ``--pooling`` option) answers one vector *per token* for each text, a list of lists; those
+are averaged (mean pooling, what llama.cpp's own ``llama-server --pooling mean`` does) and the job records
+that it did (:attr:`EmbeddingEndpoint.pooled`).
+
 An answer is used only when it has exactly one finite, non-zero vector of the batch's dimension for every
 text (by ``index``, each once); anything else — not JSON, JSON nested too deeply, a missing or repeated
 index, NaN, a zero vector, a vector of another length than the ones before — is retried like a transient
@@ -21,6 +26,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +62,8 @@ class EmbeddingEndpoint:
         #: the vectors' length: given, else learnt from the first answer and then required of every answer
         self.dimension = dimension
         self.prompt_tokens = 0
+        #: texts whose answer was one vector per token, averaged here (mean pooling)
+        self.pooled = 0
 
     @property
     def calls_made(self) -> int:
@@ -111,6 +119,13 @@ class EmbeddingEndpoint:
             if not isinstance(vector, list) or not vector:
                 return None, (f"the endpoint {where} answered with an embedding that is not a list of numbers "
                               "({n} attempts); ask for encoding_format float")
+            if all(isinstance(t, list) for t in vector):  # one vector per token: mean pooling
+                pooled = _mean_pool(vector)
+                if pooled is None:
+                    return None, (f"the endpoint {where} answered with per-token vectors of different lengths or "
+                                  "holding something other than numbers ({n} attempts)")
+                self.pooled += 1
+                vector = pooled
             rows[index] = vector
         if any(row is None for row in rows):
             got = sum(row is not None for row in rows)
@@ -133,3 +148,17 @@ class EmbeddingEndpoint:
             return None, f"the endpoint {where} returned an all-zero vector ({{n}} attempts)"
         self.dimension = dim
         return matrix, ""
+
+
+def _mean_pool(tokens: list[list[Any]]) -> list[float] | None:
+    """The average of per-token vectors (equal lengths, numbers), or None when they are not that."""
+    lengths = {len(t) for t in tokens}
+    if len(lengths) != 1 or not lengths.pop():
+        return None
+    try:
+        matrix = np.array(tokens, dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+    if matrix.ndim != 2:
+        return None
+    return [float(x) for x in matrix.mean(axis=0)]
