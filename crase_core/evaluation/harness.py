@@ -43,6 +43,7 @@ from ..pipeline import Engine
 from ..runtime import RuntimeConfig, build_engine, local_source
 from ..settings import PipelineSettings
 from .benchmark import BenchQuery, leakage_filter, load_benchmark
+from .gold import in_gold_space
 from .methods import METHODS, run_method
 from .metrics import KS, aggregate_rows, per_query_metrics
 
@@ -130,6 +131,9 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
             out = run_method(job.method, q, engine, settings, dense=dense, **kw)
         ranked = out.ranked[: settings.k]
         stats = dict(out.stats)
+        mapped = in_gold_space(ranked, q.relevant, engine.source)  # LitSearch: gold = Semantic Scholar corpus ids
+        if mapped is not None:
+            stats["source_ids"], ranked = ranked, mapped
     except CraseError as e:
         ranked, stats = [], {"error": str(e)}
     row.update(per_query_metrics(ranked, q.relevant, KS))
