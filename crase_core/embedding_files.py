@@ -237,11 +237,13 @@ def read_embeddings(path: Path, *, rows: int, fingerprint: str) -> tuple[np.ndar
 
 
 def check_rows(matrix: np.ndarray) -> None:
-    """:class:`EmbeddingsProblem` unless every row of ``matrix`` is finite and of unit length."""
-    if not np.all(np.isfinite(matrix)):
-        raise EmbeddingsProblem("some rows are not finite (NaN or infinity)")
-    norms = np.linalg.norm(matrix, axis=1)
-    if norms.size and float(np.abs(norms - 1).max()) > NORM_TOLERANCE:
+    """:class:`EmbeddingsProblem` unless every row of ``matrix`` is finite and of unit length (one pass: the
+    squared norms, which a NaN or infinity in a row makes non-finite)."""
+    squares = np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)
+    if not np.all(np.isfinite(squares)):
+        raise EmbeddingsProblem("some rows are not finite (NaN or infinity)" if not np.all(np.isfinite(matrix))
+                                else "some rows are not unit vectors")
+    if squares.size and float(np.abs(np.sqrt(squares) - 1).max()) > NORM_TOLERANCE:
         raise EmbeddingsProblem("some rows are not unit vectors")
 
 
