@@ -145,3 +145,54 @@ def test_the_minilm_embedder_writes_the_shipped_format(capsys, corpus):
     emb = LocalSource.open(corpus).embeddings
     assert emb is not None and emb.manifest is not None and emb.manifest.model == semantic.MODEL_NAME
     assert emb.matrix.shape == (6, 384) and emb.manifest.source == "minilm"
+
+
+class FakeMiniLM:
+    """Stands in for the bundled model (same identity: source minilm, model all-MiniLM-L6-v2, whole texts),
+    vectors from the fake endpoint's hashing, so the reuse of shipped rows can be checked without torch."""
+
+    source, base_url, max_chars, concurrency, batch_size = "minilm", "", None, 1, 8
+    model = semantic.MODEL_NAME
+
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def embed(self, batches):
+        from fake_openai import hashing_vector
+
+        from crase_core.embedding_files import normalised_f16
+        self.texts += [t for b in batches for t in b]
+        return [normalised_f16(np.array([hashing_vector(t, 384) for t in b])) for b in batches]
+
+
+def test_the_shipped_rows_are_reused_after_papers_are_appended(capsys, llm, corpus, tmp_path, monkeypatch):
+    """A corpus whose embeddings ship (as the embedded one's do) grows by two papers: `--minilm` embeds those
+    two only and keeps the shipped rows for the rest; with nothing new it is up to date and writes nothing."""
+    from crase_core.corpus_embed import embed_corpus
+    from crase_core.embedding_files import Manifest, write_embeddings
+
+    shipped_dir = tmp_path / "assets-embeddings"
+    monkeypatch.setattr(semantic, "embeddings_dir", lambda: shipped_dir)
+    import crase_core.corpus_embed as ce
+
+    monkeypatch.setattr(ce, "embeddings_dir", lambda: shipped_dir)
+    c = LocalSource.open(corpus).corpus
+    first = FakeMiniLM()
+    rows = first.embed([[p.text for p in c.papers]])[0]
+    shipped = semantic.embeddings_file(c.name, c.fingerprint, shipped_dir)
+    write_embeddings(shipped, [rows], Manifest(model=semantic.MODEL_NAME, dimension=384, count=len(c),
+                                               corpus_name=c.name, corpus_fingerprint=c.fingerprint,
+                                               texts_sha256=texts_digest(c.papers), source="minilm"))
+    report = embed_corpus(corpus, FakeMiniLM())
+    assert report.up_to_date and report.path == shipped and not (corpus / "embeddings").exists()
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in NEW_PAPERS))
+    assert crase(capsys, "corpus", "add", corpus, new).code == 0
+    second = FakeMiniLM()
+    report = embed_corpus(corpus, second)
+    assert (report.embedded, report.reused) == (2, 6) and len(second.texts) == 2
+    grown = LocalSource.open(corpus)
+    emb = grown.embeddings
+    assert emb is not None and emb.path == str(folder_embeddings_file(corpus)) and emb.matrix.shape == (8, 384)
+    assert np.array_equal(emb.matrix[:6], rows.astype(np.float32))
