@@ -262,6 +262,9 @@ def run_summary(trace) -> None:
     for w in trace.warnings:
         if w != notice:
             st.warning(md_escape(w))
+    if not trace.semantic_feedback and trace.semantic_note and trace.semantic_note not in trace.warnings:
+        note = trace.semantic_note
+        st.caption(md_escape(note[:1].upper() + note[1:]))  # off, why, and how to turn it on
 
 
 def library_input() -> ParsedLibrary | None:

@@ -39,12 +39,12 @@ if trace.semantic_feedback:
     where = {"all": "Every search takes in", "question": "The question's own search takes in",
              "fusion": "For the final ranking (not for the seeds or the walk's restart), the question's search "
                        "list takes in"}
-    st.caption(f"{where.get(scope, 'The search takes in')} the papers whose {SEMANTIC_MODEL} embedding is nearest "
+    st.caption(f"{where.get(scope, 'The search takes in')} the papers whose embedding is nearest "
                f"to its top hit's (semantic feedback, w_s = {semantic:g}): a paper that reads like the best match "
-               "rises even when it uses other words.")
+               "rises even when it uses other words. " + md_escape(trace.semantic_note or SEMANTIC_MODEL))
 elif semantic > 0:
-    st.caption("Semantic feedback is not available for this corpus (embeddings ship for the embedded hep-th corpus "
-               "only): the search ranks by its words.")
+    st.caption(md_escape(trace.semantic_note or "Semantic feedback is not available for this corpus") + ": the "
+               "search ranks by its words.")
 
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}

@@ -21,7 +21,8 @@ from crase_core.runtime import RuntimeConfig
 from crase_core.settings import PRESETS, PipelineSettings
 from crase_core.sources.s2_http import S2Settings
 
-SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API"}
+SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",
+                 "openalex": "OpenAlex API"}
 BACKEND_LABELS = {"offline": "Offline (lexical, no model download)", "openai": "OpenAI-compatible endpoint"}
 COLUMNS = 4
 

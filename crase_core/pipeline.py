@@ -305,6 +305,7 @@ def assemble_trace(build: GraphBuild, settings: PipelineSettings, engine: Engine
         coverage=seeding.coverage,
         library=seeding.library,
         semantic_feedback=seeding.semantic_feedback,
+        semantic_note=seeding.semantic_note,
     )
     identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
                               trace.backend, trace.reference_year]

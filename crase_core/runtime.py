@@ -26,6 +26,7 @@ from .llm.config import LLMSettings
 from .pipeline import Engine
 from .sources.base import PaperSource, SourceFilter
 from .sources.local import LocalSource
+from .sources.openalex import OpenAlexSettings, openalex_source
 from .sources.s2_http import S2Settings
 from .sources.semantic_scholar import s2_source
 from .termstats import TermStats
@@ -35,9 +36,10 @@ from .termstats import TermStats
 class RuntimeConfig:
     """Which paper source and model backend a run uses, with their typed settings.
 
-    ``llm`` configures the ``openai`` backend, ``s2`` the ``s2`` source;
-    ``s2_api_key`` is the Semantic Scholar key for ``s2.base_url`` (set by
-    :mod:`crase_core.config` only when that URL is the operator's configured one).
+    ``llm`` configures the ``openai`` backend, ``s2`` the ``s2`` source, ``openalex`` the ``openalex`` source;
+    ``s2_api_key`` is the Semantic Scholar key for ``s2.base_url`` and ``openalex_api_key`` the OpenAlex key
+    for ``openalex.base_url`` (set by :mod:`crase_core.config` only when that URL is the operator's
+    configured one).
     """
 
     source: str = knob("local", "Paper source.", label="Paper source", choices=lambda: tuple(SOURCE_FACTORIES))
@@ -58,6 +60,8 @@ class RuntimeConfig:
     llm: LLMSettings = field(default_factory=LLMSettings)
     s2: S2Settings = field(default_factory=S2Settings)
     s2_api_key: str | None = field(default=None, repr=False, compare=False)
+    openalex: OpenAlexSettings = field(default_factory=OpenAlexSettings)
+    openalex_api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check(self)
@@ -86,7 +90,13 @@ def _s2(config: RuntimeConfig) -> PaperSource:
     return cast(PaperSource, s2_source(config.s2, cache_dir=config.cache_dir, api_key=config.s2_api_key))
 
 
-SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source, "s2": _s2}
+def _openalex(config: RuntimeConfig) -> PaperSource:
+    return cast(PaperSource, openalex_source(config.openalex, cache_dir=config.cache_dir,
+                                             api_key=config.openalex_api_key))
+
+
+SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": local_source, "s2": _s2,
+                                                                       "openalex": _openalex}
 
 
 def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:

@@ -80,6 +80,8 @@ class RunTrace:
     #: the run this one was re-ranked from by auditors' verdicts (``crase rerank``; "" for a run of the pipeline)
     parent_run_id: str = ""
     applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
+    #: what semantic feedback read (model, where from), or why it was off and how to turn it on
+    semantic_note: str = ""
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---

@@ -73,13 +73,16 @@ def test_pipeline_runs_on_the_replayed_graph_and_reruns_for_free(fake, tmp_path)
     assert "p05" in v  # no abstract at the API: claims from the title, flagged
     assert t.claims["p05"].title_only and not t.node("p05").paper.has_abstract
 
-    # cost: every request of the run is counted; the edges needed one batch call
+    # cost: every request of the run is counted; the edges needed one batch call, semantic feedback one more
+    # (the question's search hits' SPECTER2 embeddings)
     assert t.counters.external_calls == len(fake.requests)
     assert t.source_stats["requests"] == len(fake.requests) and t.source_stats["truncated_lists"] >= 1
-    assert fake.count("/paper/batch") == 1
-    # by hand: 2 searches + 4 seeds × (references + citations) + 1 more page of p01's citers + 1 batch
-    assert seeds == ["p04", "p09", "p01", "p08"] and t.counters.external_calls == 12
-    assert t.counters.external_calls == len(subqueries) + fake.count("/references") + fake.count("/citations") + 1
+    assert fake.count("/paper/batch") == 2
+    vectors = [r for r in fake.requests if r.path.endswith("/paper/batch") and r.params["fields"] == "embedding.specter_v2"]
+    assert len(vectors) == 1 and t.semantic_feedback
+    # by hand: 2 searches + 4 seeds × (references + citations) + 1 more page of p01's citers + 2 batches
+    assert seeds == ["p04", "p09", "p01", "p08"] and t.counters.external_calls == 13
+    assert t.counters.external_calls == len(subqueries) + fake.count("/references") + fake.count("/citations") + 2
 
     # a second run (a fresh client on the same caches, as a new process would be) makes no call
     before = len(fake.requests)

@@ -102,14 +102,16 @@ def test_the_default_fuses_only_the_list_the_final_ranking_reads(hepth_source):
 def test_opening_a_source_reads_no_embeddings_until_a_query_needs_them(monkeypatch, hepth_source):
     """Opening runs in the app's prefetch thread; the embeddings (an .npy whose header np.load parses with ast)
     are read at first use instead, once, and a restricted copy shares them."""
+    from crase_core import semantic
     from crase_core.sources import local
 
     calls = []
-    real = local.shipped_embeddings
-    monkeypatch.setattr(local, "shipped_embeddings", lambda *a: calls.append(a) or real(*a))
+    real = semantic.read_embeddings
+    monkeypatch.setattr(semantic, "read_embeddings", lambda *a, **k: calls.append(a) or real(*a, **k))
+    semantic._find.cache_clear()
     source = local.LocalSource(hepth_source.corpus, hepth_source.text_index, shipped_embeddings=True)
     restricted = source.restricted(hepth_source.filter)
     assert calls == []
     assert source.embeddings is not None and len(calls) == 1
-    assert source.embeddings is restricted.embeddings and len(calls) == 2  # the copy asks once; the file is cached
-    assert source.embeddings is not None and restricted.embeddings is not None and len(calls) == 2  # once each
+    assert source.embeddings is restricted.embeddings and len(calls) == 1  # the copy shares the file read once
+    assert source.restricted(hepth_source.filter).embeddings is source.embeddings and len(calls) == 1

@@ -44,6 +44,7 @@ from ..runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_sourc
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource
 from .benchmark import BenchQuery, load_benchmark, query_filter
+from .gold import in_gold_space
 from .methods import METHODS, run_method
 from .metrics import KS, aggregate_rows, per_query_metrics
 
@@ -92,6 +93,10 @@ class EvalJob:
         if rt.source == "s2":
             fp["s2"] = {"endpoint": redact_url(rt.s2.base_url), "max_neighbor_pages": rt.s2.max_neighbor_pages,
                         "on_neighbor_error": rt.s2.on_neighbor_error}
+        if rt.source == "openalex":
+            fp["openalex"] = {"endpoint": redact_url(rt.openalex.base_url), "page_size": rt.openalex.page_size,
+                              "max_neighbor_pages": rt.openalex.max_neighbor_pages,
+                              "on_neighbor_error": rt.openalex.on_neighbor_error}
         if engine is not None:
             corpus = getattr(engine.source, "corpus", None)
             fp["source"] = {"name": engine.source.name, "corpus": getattr(corpus, "fingerprint", None)}
@@ -132,6 +137,9 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
             out = run_method(job.method, q, engine, settings, dense=dense, **kw)
         ranked = out.ranked[: settings.k]
         stats = dict(out.stats)
+        mapped = in_gold_space(ranked, q.relevant, engine.source)  # LitSearch: gold = Semantic Scholar corpus ids
+        if mapped is not None:
+            stats["source_ids"], ranked = ranked, mapped
     except CraseError as e:
         ranked, stats = [], {"error": str(e)}
     row.update(per_query_metrics(ranked, q.relevant, KS))

@@ -70,6 +70,7 @@ def trace_stats(trace: RunTrace) -> dict[str, Any]:
         "cache_hits": trace.counters.cache_hits,
         "search_calls": trace.counters.search_calls,
         "warnings": list(trace.warnings),
+        "semantic_feedback": trace.semantic_feedback,
     }
 
 

@@ -278,8 +278,9 @@ class Endpoint:
             return {"type": "json_object"}
         return None
 
-    async def _send(self, session: Session, body: bytes, usage: Usage) -> _Outcome:
-        """One HTTP request under a slot of the limit and a total deadline; counts one call once sent."""
+    async def _send(self, session: Session, body: bytes, usage: Usage, path: str = "/chat/completions") -> _Outcome:
+        """One HTTP POST of ``body`` to ``path`` under a slot of the limit and a total deadline; counts one call
+        once sent."""
         s = self.settings
         limit = session.limit
         try:
@@ -297,9 +298,9 @@ class Endpoint:
         overloaded, retry_after, ok = False, None, False
         try:
             async with asyncio.timeout_at(min(call_end, run_end)):
-                r = await session.pool.request("POST", "/chat/completions", body)
+                r = await session.pool.request("POST", path, body)
             if log.isEnabledFor(logging.DEBUG):
-                log.debug('HTTP Request: POST %s "HTTP/1.1 %d"', mask_secrets(s.base_url + "/chat/completions"), r.status)
+                log.debug('HTTP Request: POST %s "HTTP/1.1 %d"', mask_secrets(s.base_url + path), r.status)
             overloaded = r.status == 429 or r.status == 503
             retry_after = parse_retry_after(r.headers.get("retry-after")) if overloaded else None
             ok = r.status == 200
@@ -329,32 +330,57 @@ class Endpoint:
 
         ``client`` is the :class:`Session` that :meth:`run_batch` passed to ``work``.
         """
-        session: Session = client
         s = self.settings
-        tries = _Tries()
-        while True:
-            if session.expired():
-                raise DeadlineError(self._deadline_message(tries.sent))
+
+        def body() -> bytes:
             kwargs: dict[str, Any] = {
                 "model": s.model, "messages": messages, "temperature": s.temperature, "max_tokens": max_tokens,
             }
             rf = self._response_format(name, schema)
             if rf is not None:
                 kwargs["response_format"] = rf
-            out = await self._send(session, json.dumps(kwargs, ensure_ascii=False).encode("utf-8"), usage)
+            return json.dumps(kwargs, ensure_ascii=False).encode("utf-8")
+
+        def structured_refused(r: Response) -> bool:
+            text = _error_text(r).lower()
+            if self._response_format(name, schema) is None or not any(
+                    w in text for w in ("response_format", "schema", "json_object")):
+                return False
+            self.structured = "off"
+            self.structured_fallback_note = (f"the endpoint rejected response_format ({s.structured_output}); "
+                                             "plain JSON instructions used instead")
+            log.warning("%s", self._msg(self.structured_fallback_note))
+            return True  # asked again at once (it happens once: the mode is now off)
+
+        return await self.post_json(client, "/chat/completions", body, usage,
+                                    lambda r: self._completion(r, usage), structured_refused)
+
+    async def post_json(self, client: Any, path: str, body: Callable[[], bytes], usage: Usage,
+                        accept: Callable[[Response], tuple[R | None, str]],
+                        retry_400: Callable[[Response], bool] | None = None) -> R:
+        """POST ``body()`` to ``path`` until ``accept`` takes an HTTP 200 answer (it returns the value, or None and
+        what is wrong with the answer, "{n}" standing for the attempts), retried on transient failures as the
+        module docstring says; raises ModelError/TransientError/ItemError. ``retry_400`` may turn an HTTP 400
+        into one immediate retry (it returns True) instead of an :class:`ItemError`."""
+        session: Session = client
+        tries = _Tries()
+        while True:
+            if session.expired():
+                raise DeadlineError(self._deadline_message(tries.sent))
+            out = await self._send(session, body(), usage, path)
             tries.sent += out.sent
             self._stop_if_over(out, tries)
             r = out.response
             if r is None:
                 tries.last = self._transport_failure(out, tries)
             elif r.status == 200:
-                completion, problem = self._completion(r, usage)
-                if completion is not None:
-                    return completion
+                value, problem = accept(r)
+                if value is not None:
+                    return value
                 tries.last = problem
             elif r.status == 400:
-                if self._drop_response_format(r, rf):
-                    continue  # the fallback does not use up a retry (it happens once: the mode is now off)
+                if retry_400 is not None and retry_400(r):
+                    continue  # does not use up a retry
                 raise ItemError(self._msg(f"the endpoint refused the request (HTTP 400): {_error_text(r)}"))
             else:
                 wait = self._status_failure(r, tries)
@@ -362,7 +388,7 @@ class Endpoint:
                     await self._sleep(session, wait, tries.sent)
                     continue
             tries.failures += 1
-            if tries.failures > s.max_retries:
+            if tries.failures > self.settings.max_retries:
                 raise TransientError(self._msg(tries.last.replace("{n}", str(tries.sent))))
             await self._sleep(session, _backoff(tries.failures), tries.sent)
 
@@ -386,17 +412,6 @@ class Endpoint:
             return (f"no complete answer from {self.where} within {self.settings.timeout:g} s "
                     f"({{n}} attempts): raise --timeout or lower --concurrency")
         return f"the connection to {self.where} broke ({{n}} attempts): {out.detail}"
-
-    def _drop_response_format(self, r: Any, rf: dict | None) -> bool:
-        """True (and structured output off from now on) when an HTTP 400 rejected ``response_format``."""
-        text = _error_text(r)
-        if rf is None or not any(w in text.lower() for w in ("response_format", "schema", "json_object")):
-            return False
-        self.structured = "off"
-        self.structured_fallback_note = (f"the endpoint rejected response_format ({self.settings.structured_output}); "
-                                         "plain JSON instructions used instead")
-        log.warning("%s", self._msg(self.structured_fallback_note))
-        return True
 
     def _status_failure(self, r: Any, tries: _Tries) -> float | None:
         """An HTTP error status: raise when final; the seconds to wait when the endpoint is busy (429, or 503

@@ -72,8 +72,10 @@ class LocalServer:
 
 
 def start_server(model_path: str | os.PathLike[str] | None = None, *, alias: str = SMOLLM2_ALIAS,
-                 n_ctx: int = 4096, n_threads: int | None = None, startup_timeout: float = 180.0) -> LocalServer:
-    """Start ``python -m llama_cpp.server`` on a free port and wait until ``/v1/models`` answers."""
+                 n_ctx: int = 4096, n_threads: int | None = None, startup_timeout: float = 180.0,
+                 embedding: bool = False) -> LocalServer:
+    """Start ``python -m llama_cpp.server`` on a free port and wait until ``/v1/models`` answers;
+    ``embedding``: serve ``/v1/embeddings`` too (``--embedding true``)."""
     if not llama_cpp_available():
         raise ModelError("llama-cpp-python is not installed: run .ci/llm.sh")
     path = Path(model_path) if model_path else find_smollm2_gguf()
@@ -85,6 +87,8 @@ def start_server(model_path: str | os.PathLike[str] | None = None, *, alias: str
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]
     if n_threads:
         cmd += ["--n_threads", str(n_threads)]
+    if embedding:
+        cmd += ["--embedding", "true"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -13,7 +13,7 @@ from .. import corpus_folder, environment
 from ..citation_contexts import CitationContexts
 from ..corpus import DEFAULT_CORPUS_DIR, Corpus, load_corpus
 from ..records import Paper
-from ..semantic import DocEmbeddings, shipped_embeddings
+from ..semantic import DocEmbeddings, Lookup, find_embeddings
 from ..textindex import TextIndex
 from .base import NeighborList, ScoredPaper, SourceFilter
 
@@ -49,17 +49,22 @@ class LocalSource:
 
     def __init__(self, corpus: Corpus, index: TextIndex, filter: SourceFilter | None = None,
                  embeddings: DocEmbeddings | None = None, *, shipped_embeddings: bool = False,
-                 folder: Path | None = None):
+                 folder: Path | None = None, _lookup: Lookup | None = None):
         self.corpus = corpus
         self.text_index = index
-        #: the corpus folder (its optional citation_contexts.jsonl), when opened from one
+        #: the corpus folder (its optional citation_contexts.jsonl; where ``crase corpus embed`` writes its
+        #: embeddings); None: not known
         self.folder = folder
         self._contexts: CitationContexts | None | bool = False  # False: not opened yet
-        self._embeddings = embeddings
-        # read the shipped embeddings at first use (a query), not while the source opens: opening runs in the
-        # app's prefetch thread, and np.load parses each file's header with ast, which CPython 3.11 must not do
+        # the embeddings are looked up at first use (a query), not while the source opens: opening runs in the
+        # app's prefetch thread, and reading an .npy header parses it with ast, which CPython 3.11 must not do
         # in two threads at once (gh-106905) while Streamlit compiles a page
-        self._shipped = shipped_embeddings and embeddings is None
+        # None: look them up (find_embeddings, cached by the files' size and mtime, so a file written later by
+        # `crase corpus embed` is picked up by a running app); else the embeddings this source was given
+        self._lookup = _lookup if _lookup is not None else (
+            Lookup(embeddings, f"semantic feedback on: {embeddings.describe()}") if embeddings is not None
+            else None if shipped_embeddings else Lookup(None, "semantic feedback off: this source was opened "
+                                                              "without embeddings"))
         self.filter = filter or SourceFilter()
         self.name = f"local:{corpus.name}@{corpus.fingerprint[:8]}"
         visible = np.ones(len(corpus), dtype=bool)
@@ -76,25 +81,32 @@ class LocalSource:
              progress: Callable[[str], None] | None = None) -> LocalSource:
         """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
         apply when its store must be built first)."""
+        from ..corpus import DEFAULT_CORPUS_DIR
+
         corpus = open_corpus(directory, workers=workers, progress=progress)
         folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
         return cls(corpus, TextIndex.for_corpus(corpus), shipped_embeddings=True, folder=folder)
 
     @property
+    def semantic(self) -> Lookup:
+        """The corpus's embeddings for semantic feedback, or why there are none (:func:`find_embeddings`)."""
+        if self._lookup is not None:
+            return self._lookup
+        c = self.corpus
+        return find_embeddings(self.folder, c.name, c.fingerprint, len(c))
+
+    @property
     def embeddings(self) -> DocEmbeddings | None:
-        """The corpus's paper embeddings when given or shipped (semantic feedback, crase_core.semantic), else None."""
-        if self._embeddings is None and self._shipped:
-            self._embeddings = shipped_embeddings(self.corpus.name, self.corpus.fingerprint, len(self.corpus))
-            self._shipped = False
-        return self._embeddings
+        """The corpus's verified paper embeddings (semantic feedback, crase_core.semantic), else None."""
+        return self.semantic.embeddings
 
     def describe(self) -> str:
         c = self.corpus
         return f"{c.name} ({len(c):,} papers, {c.n_citations:,} citations); filter: {self.filter.describe()}"
 
     def restricted(self, filter: SourceFilter) -> LocalSource:
-        out = LocalSource(self.corpus, self.text_index, filter, self._embeddings, shipped_embeddings=self._shipped,
-                          folder=self.folder)
+        out = LocalSource(self.corpus, self.text_index, filter, shipped_embeddings=True, folder=self.folder,
+                          _lookup=self._lookup)
         out._contexts = self._contexts
         return out
 

@@ -229,14 +229,15 @@ class S2Stats:
 class ResponseCache:
     """Parsed JSON responses on disk (JSON only, never pickled), with expiry; any cache failure is a miss."""
 
-    def __init__(self, directory: Path, ttl_seconds: float):
+    def __init__(self, directory: Path, ttl_seconds: float, service: str = SERVICE):
         self.directory = directory
         self.ttl = ttl_seconds
+        self.service = service
         try:
-            self._cache: diskcache.Cache | None = open_disk_cache(directory, "Semantic Scholar response cache",
+            self._cache: diskcache.Cache | None = open_disk_cache(directory, f"{service} response cache",
                                                                   size_limit=2 << 30)
         except Exception as e:
-            log.warning("Semantic Scholar response cache at %s unavailable (%s); responses are not reused",
+            log.warning("%s response cache at %s unavailable (%s); responses are not reused", service,
                         directory, type(e).__name__)
             self._cache = None
 
@@ -246,7 +247,7 @@ class ResponseCache:
         try:
             return self._cache.get(key, default=None)
         except Exception as e:
-            log.warning("unreadable Semantic Scholar cache entry (%s); fetching again", type(e).__name__)
+            log.warning("unreadable %s cache entry (%s); fetching again", self.service, type(e).__name__)
             return None
 
     def set(self, key: str, value: Any) -> None:
@@ -255,7 +256,7 @@ class ResponseCache:
         try:
             self._cache.set(key, value, expire=self.ttl)
         except Exception as e:
-            log.warning("could not write the Semantic Scholar cache (%s)", type(e).__name__)
+            log.warning("could not write the %s cache (%s)", self.service, type(e).__name__)
 
     def close(self) -> None:
         if self._cache is not None:
@@ -405,12 +406,20 @@ class _CallTimeout(Exception):
 
 
 class S2Client:
-    """Cached, rate-limited, retrying JSON client for the Graph API (see the module docstring)."""
+    """Cached, rate-limited, retrying JSON client for the Graph API (see the module docstring).
 
-    def __init__(self, settings: S2Settings | None = None, api_key: str | None = None,
+    Another JSON API with the same needs (:mod:`crase_core.sources.openalex`) subclasses it: ``service``,
+    ``flag`` (its CLI flags' prefix), ``cache_name``, :meth:`check` (documented shapes), :meth:`wire_params`
+    and :meth:`auth_headers` (where the key goes: never into the cache key) and :meth:`_auth_message`."""
+
+    service = SERVICE
+    flag = "--s2"
+    cache_name = "s2"
+
+    def __init__(self, settings: Any = None, api_key: str | None = None,
                  transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
                  seed: int | None = None):
-        self.settings = settings or S2Settings()
+        self.settings: Any = settings or S2Settings()
         self._api_key = api_key if api_key is not None else api_key_from_env()
         self._sleep = sleep
         self._rng = random.Random(seed)
@@ -423,11 +432,11 @@ class S2Client:
         _bound_connections(self._http, self._call)
         self.cache: ResponseCache | None = None
         if self.settings.use_cache:
-            folder = Path(self.settings.cache_dir) if self.settings.cache_dir else cache_root() / "s2"
-            self.cache = ResponseCache(folder, self.settings.cache_ttl_days * 86400.0)
+            folder = Path(self.settings.cache_dir) if self.settings.cache_dir else cache_root() / self.cache_name
+            self.cache = ResponseCache(folder, self.settings.cache_ttl_days * 86400.0, self.service)
 
     def __repr__(self) -> str:  # never shows the key
-        return f"S2Client(base_url={self.base_url!r}, key={'set' if self._api_key else 'not set'})"
+        return f"{type(self).__name__}(base_url={self.base_url!r}, key={'set' if self._api_key else 'not set'})"
 
     @property
     def has_key(self) -> bool:
@@ -443,10 +452,10 @@ class S2Client:
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _fail(self, message: str, cls: type[SourceError] = SourceError) -> SourceError:
-        return cls(self._redact(f"{SERVICE}: {message} {STOPPED}"))
+        return cls(self._redact(f"{self.service}: {message} {STOPPED}"))
 
     def cache_key(self, method: str, path: str, params: dict[str, Any] | None, body: Any) -> str:
-        return "s2|" + stable_hash([CACHE_FORMAT, method, self.base_url, path,
+        return f"{self.cache_name}|" + stable_hash([CACHE_FORMAT, method, self.base_url, path,
                                     sorted((k, str(v)) for k, v in (params or {}).items()), body])
 
     # -- the one entry point --------------------------------------------------------------------
@@ -464,22 +473,23 @@ class S2Client:
                 if hit == _NOT_FOUND:
                     self.stats.cache_hits += 1
                     return None
-                problem, degraded = check_response(method, path, body, hit)
+                problem, degraded = self.check(method, path, body, hit)
                 if problem is None and not degraded:
                     self.stats.cache_hits += 1
                     return hit
-                log.warning("%s: a cached answer to %s %s does not validate; fetching it again", SERVICE, method, path)
+                log.warning("%s: a cached answer to %s %s does not validate; fetching it again", self.service, method,
+                            path)
         value = self._fetch(method, path, params, body)
         if value is None:
             if self.cache is not None:
                 self.cache.set(key, _NOT_FOUND)
             return None
-        problem, degraded = check_response(method, path, body, value)
+        problem, degraded = self.check(method, path, body, value)
         if problem is not None:
             raise self.malformed(f"{method} {path}", problem)
         if degraded:
             log.warning("%s: the answer to %s %s holds malformed items; using it without caching it",
-                        SERVICE, method, path)
+                        self.service, method, path)
         elif self.cache is not None:
             self.cache.set(key, value)
         return value
@@ -487,7 +497,7 @@ class S2Client:
     def _fetch(self, method: str, path: str, params: dict[str, Any] | None, body: Any) -> Any:
         s = self.settings
         what = f"{method} {path}"
-        headers = {"x-api-key": self._api_key} if self._api_key else {}
+        headers = self.auth_headers()
         attempt = 0
         while True:
             total = deadline.call_budget(s.timeout)  # this attempt's whole time; none left: the run stops
@@ -500,13 +510,13 @@ class S2Client:
             except (httpx.TimeoutException, _CallTimeout):
                 deadline.check()  # the run's own deadline cut this call short: stop the run
                 problem = f"did not answer {what} within {total:g} s"
-                hint = "Raise the timeout (--s2-timeout) or try again later."
+                hint = f"Raise the timeout ({self.flag}-timeout) or try again later."
             except (httpx.RemoteProtocolError, httpx.ReadError) as e:
                 problem = f"broke off its answer to {what} ({type(e).__name__}: {e})"
                 hint = "The connection or the service is unstable; try again later."
             except httpx.TransportError as e:
                 problem = f"could not be reached at {self.base_url} ({type(e).__name__}: {e})"
-                hint = ("Check your internet connection, proxy or --s2-base-url, "
+                hint = (f"Check your internet connection, proxy or {self.flag}-base-url, "
                         "or run with the local corpus (--source local).")
             else:
                 status = response.status_code
@@ -520,15 +530,14 @@ class S2Client:
                 if status == 400:
                     api_message = self._api_error(response, payload)
                     raise S2BadRequest(self._redact(
-                        f"{SERVICE} refused {what} (HTTP 400: {api_message}). This is a bug in the request "
+                        f"{self.service} refused {what} (HTTP 400: {api_message}). This is a bug in the request "
                         f"Crase built or a change of the API; please report it. {STOPPED}"), api_message)
                 if status not in _RETRY_STATUS:
                     raise self._fail(f"answered {what} with HTTP {status} ({self._api_error(response, payload)}).")
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 if status == 429:
                     problem = f"kept answering {what} with HTTP 429 Too Many Requests"
-                    hint = ("Wait a minute and re-run, lower the request rate (--s2-rate), or set S2_API_KEY "
-                            "for a dedicated limit.")
+                    hint = self._busy_hint()
                 else:
                     problem = f"failed {what} with HTTP {status}"
                     hint = "The service is having trouble; try again later."
@@ -545,12 +554,28 @@ class S2Client:
             run = deadline.current()
             if run is not None and left is not None and delay >= left:
                 raise run.error()  # waiting for the retry would pass the run's deadline
-            log.info("%s: %s; retry %d of %d in %.1f s", SERVICE, problem, attempt + 1, s.max_retries, delay)
+            log.info("%s: %s; retry %d of %d in %.1f s", self.service, problem, attempt + 1, s.max_retries, delay)
             self.stats.retries += 1
             self.stats.waited_seconds += delay
             if delay > 0:
                 self._sleep(delay)
             attempt += 1
+
+    def check(self, method: str, path: str, body: Any, value: Any) -> tuple[str | None, bool]:
+        """``(shape problem, degraded)`` of a parsed 200 answer (:func:`check_response`)."""
+        return check_response(method, path, body, value)
+
+    def auth_headers(self) -> dict[str, str]:
+        """Headers that carry the key (the Graph API's ``x-api-key``)."""
+        return {"x-api-key": self._api_key} if self._api_key else {}
+
+    def wire_params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The query parameters as sent (the cache key has ``params`` without what this adds)."""
+        return params
+
+    def _busy_hint(self) -> str:
+        return ("Wait a minute and re-run, lower the request rate (--s2-rate), or set S2_API_KEY "
+                "for a dedicated limit.")
 
     def _auth_message(self, status: int, what: str) -> str:
         if self._api_key:
@@ -565,7 +590,8 @@ class S2Client:
         ends = time.monotonic() + total
         self._call.ends_at = ends
         try:
-            with self._http.stream(method, self.base_url + path, params=params, json=body, headers=headers,
+            with self._http.stream(method, self.base_url + path, params=self.wire_params(params), json=body,
+                                   headers=headers,
                                    timeout=total) as response:
                 chunks: list[bytes] = []
                 size = 0

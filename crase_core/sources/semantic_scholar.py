@@ -27,6 +27,13 @@ Endpoints and what each method costs (HTTP requests; a cached response costs 0):
   Cost: about max(|V|/500, Σ referenceCount/9,999) requests — typically 3–10
   for a 1,000-paper graph, against |V| requests for per-paper reference lists.
 
+* ``semantic_vectors(ids)`` — the papers' SPECTER2 embeddings (``embedding.specter_v2``: ``{"model",
+  "vector"}``, 768 numbers) for semantic feedback (:func:`crase_core.semantic.rerank_fuse`): ``POST
+  /paper/batch`` with ``fields=embedding.specter_v2`` for the ids not seen before, at most ``batch_size``
+  a call — one call per fused search list (the default fuses only the question's own search). A paper
+  without a usable vector (``null``, not a list of finite numbers, another length) gets none; a batch the
+  API does not answer after its retries means no feedback for that list (the run goes on and says so).
+
 A :class:`SourceFilter` is applied client-side on every method (month =
 ``YYYYMM`` of ``publicationDate``, else ``year·100 + 12``) and, for search and
 citations, also sent to the API as ``publicationDateOrYear=:YYYY-MM`` so the
@@ -43,12 +50,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
+from ..errors import SourceError
 from ..records import Paper
 from .base import NeighborList, ScoredPaper, SourceFilter
 from .s2_http import (
@@ -69,6 +80,8 @@ log = logging.getLogger(__name__)
 PAPER_FIELDS = ("title", "abstract", "year", "publicationDate", "authors", "venue", "externalIds",
                 "citationCount", "referenceCount", "url")
 SEARCH_PAGE_MAX = 100  # documented: limit must be <= 100
+SPECTER_DIM = 768
+SPECTER_FIELD = "embedding.specter_v2"  # documented: {"embedding": {"model": "specter_v2", "vector": [768 floats]}}
 BATCH_REFERENCES_MAX = 9999  # documented: a batch call returns at most 9999 citations/references
 NESTED_REFERENCES_MAX = 1000  # papers with more references are paged through /references instead
 OFFSET_CEILING = 9999  # offset + limit never exceeds this (conservative API paging limit)
@@ -120,6 +133,20 @@ def paper_from_api(obj: dict[str, Any]) -> Paper | None:
     )
 
 
+def specter_vector(obj: Any) -> np.ndarray | None:
+    """The unit SPECTER2 vector of a Graph API paper object (``{"embedding": {"model", "vector": [...]}}``), or
+    None when it has none that is usable (absent or null, not a list of 768 finite numbers, all zero)."""
+    emb = obj.get("embedding") if isinstance(obj, dict) else None
+    vector = emb.get("vector") if isinstance(emb, dict) else None
+    if not isinstance(vector, list) or len(vector) != SPECTER_DIM:
+        return None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+        return None
+    v = np.array(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(v))
+    return (v / norm).astype(np.float32) if norm > 0 else None
+
+
 def _month_of(paper: Paper) -> int | None:
     return paper.month if paper.month is not None else (paper.year * 100 + 12 if paper.year else None)
 
@@ -145,6 +172,9 @@ class _State:
     lists: dict[tuple[str, str, str], _Fetched] = field(default_factory=dict)
     ref_ids: dict[str, list[str]] = field(default_factory=dict)  # references from batch (ids only)
     warned_limit: bool = False
+    vectors: dict[str, np.ndarray | None] = field(default_factory=dict)  # SPECTER2 (unit), None: none usable
+    #: (hits with a vector, hits, whether the API answered) of the last fused search list
+    last_vectors: tuple[int, int, bool] | None = None
 
 
 class SemanticScholarSource:
@@ -364,6 +394,43 @@ class SemanticScholarSource:
             if self._visible(paper):
                 out[pid] = paper  # type: ignore[assignment]
         return out
+
+    # -- embeddings (semantic feedback) -----------------------------------------------------------------
+    def semantic_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit SPECTER2 vectors of the papers ``ids`` that have one (module docstring); unseen ids cost one
+        ``POST /paper/batch`` per ``batch_size``. A batch the API does not answer gives no vectors (logged)."""
+        state = self._state
+        todo = [i for i in dict.fromkeys(ids) if i not in state.vectors]
+        size = self.client.settings.batch_size
+        answered = True
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            try:
+                answer = self._batch(chunk, (SPECTER_FIELD,))
+            except SourceError as e:
+                log.warning("semantic feedback skipped for this search: %s", e)
+                answered = False
+                break
+            for pid, obj in zip(chunk, answer, strict=True):
+                state.vectors[pid] = specter_vector(obj)
+        out = {i: v for i in ids if (v := state.vectors.get(i)) is not None}
+        state.last_vectors = (len(out), len(set(ids)), answered)
+        return out
+
+    def semantic_note(self) -> tuple[bool, str]:
+        """(whether the last fused search list was re-ranked by SPECTER2 vectors, one sentence saying so or why not)."""
+        last = self._state.last_vectors
+        if last is None:
+            return False, "semantic feedback off: no search list was fused (nothing asked Semantic Scholar for embeddings)"
+        got, n, answered = last
+        if not answered:
+            return False, ("semantic feedback off: Semantic Scholar did not answer the request for SPECTER2 embeddings "
+                           "(the searches ranked by the API's own order); rerun later")
+        if got == 0:
+            return False, f"semantic feedback off: Semantic Scholar has no SPECTER2 embedding for any of the {n} search hits"
+        return True, (f"semantic feedback on: Semantic Scholar's SPECTER2 embeddings ({SPECTER_FIELD}) of {got} of the "
+                      f"{n} search hits re-order the fused search list (the API cannot be searched by a vector, so no "
+                      "paper joins it; the question itself is not embedded)")
 
     # -- edges ------------------------------------------------------------------------------------------
     def _reference_batches(self, ids: Sequence[str]) -> list[list[str]]:

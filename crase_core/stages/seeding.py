@@ -31,7 +31,7 @@ from ..records import (
     UserLibrary,
 )
 from ..seeds import build_seed_set, rank_hits
-from ..semantic import feedback_fuse
+from ..semantic import Lookup, feedback_fuse, rerank_fuse
 from ..settings import PipelineSettings
 from ..sources.base import PaperSource, ScoredPaper
 from ..termstats import index_idf
@@ -58,6 +58,7 @@ class Seeding:
     #: the walk's restart list when it differs from ``query_hits`` (anchor_restart_weight); None: query_hits
     restart_hits: list[SearchHit] | None = None
     semantic_feedback: bool = False  # whether the searches were fused with semantic feedback (crase_core.semantic)
+    semantic_note: str = ""  # what semantic feedback read, or why it was off and how to turn it on
 
     @property
     def walk_hits(self) -> list[SearchHit]:
@@ -84,14 +85,23 @@ def search(source: PaperSource, query: str, settings: PipelineSettings, *, quest
 
 
 def semantic_fuse(source: PaperSource, results: list[ScoredPaper], settings: PipelineSettings) -> list[ScoredPaper]:
-    """``results`` fused with semantic feedback (:func:`crase_core.semantic.feedback_fuse`, weight
-    ``settings.semantic_feedback_weight``) when the weight is > 0 and ``source`` has embeddings; else ``results``."""
-    embeddings = getattr(source, "embeddings", None)
-    if settings.semantic_feedback_weight <= 0 or embeddings is None:
+    """``results`` fused with semantic feedback (weight ``settings.semantic_feedback_weight``) when the weight
+    is > 0 and ``source`` has embeddings: a local corpus's (:func:`crase_core.semantic.feedback_fuse`, the
+    nearest visible papers join), or a remote source's own vectors for its hits (``semantic_vectors``, e.g.
+    Semantic Scholar's SPECTER2; :func:`crase_core.semantic.rerank_fuse`, the list is re-ordered); else
+    ``results``."""
+    weight = settings.semantic_feedback_weight
+    if weight <= 0 or not results:
         return results
-    corpus = getattr(source, "corpus")  # noqa: B009  (a source with embeddings is a LocalSource)
-    return feedback_fuse(results, embeddings, corpus.index, corpus.papers, getattr(source, "visible"),  # noqa: B009
-                         settings.semantic_feedback_weight)
+    embeddings = getattr(source, "embeddings", None)
+    corpus = getattr(source, "corpus", None)
+    if embeddings is not None and corpus is not None:
+        return feedback_fuse(results, embeddings, corpus.index, corpus.papers, getattr(source, "visible"),  # noqa: B009
+                             weight)
+    vectors_of = getattr(source, "semantic_vectors", None)
+    if callable(vectors_of):
+        return rerank_fuse(results, vectors_of([r.paper.id for r in results]), weight)
+    return results
 
 
 class SeedingStage(Protocol):
@@ -225,15 +235,31 @@ def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: Pipe
     seeding.coverage = coverage_for_source(query, source)
     if seeding.coverage is not None and seeding.coverage.weak:
         seeding.warnings.insert(0, seeding.coverage.notice)
-    seeding.semantic_feedback = semantic_feedback_ran(source, settings)
+    seeding.semantic_feedback, seeding.semantic_note, problem = semantic_status(source, settings)
+    if problem:
+        seeding.warnings.append(problem)
     return seeding
 
 
 def semantic_feedback_ran(source: PaperSource, settings: PipelineSettings) -> bool:
-    """Whether this run's searches were fused with semantic feedback: asked for (weight > 0), a local BM25
-    source, and embeddings shipped for its corpus (only the embedded hep-th corpus has them)."""
-    return (settings.semantic_feedback_weight > 0 and getattr(source, "text_index", None) is not None
-            and getattr(source, "embeddings", None) is not None)
+    """Whether this run's searches were fused with semantic feedback (:func:`semantic_status`)."""
+    return semantic_status(source, settings)[0]
+
+
+def semantic_status(source: PaperSource, settings: PipelineSettings) -> tuple[bool, str, str | None]:
+    """(whether the run's searches get semantic feedback, one sentence for the run saying what it reads or why
+    it is off and how to turn it on, a warning when an embeddings file was found and refused)."""
+    if settings.semantic_feedback_weight <= 0:
+        return False, ("semantic feedback off (w_s = 0); --semantic-feedback-weight 0.4 (the default) turns it on "
+                       "where the corpus has embeddings"), None
+    lookup = getattr(source, "semantic", None)
+    if isinstance(lookup, Lookup):
+        return lookup.embeddings is not None, lookup.note, lookup.problem
+    status = getattr(source, "semantic_note", None)
+    if callable(status):
+        on, note = status()
+        return bool(on), str(note), None
+    return False, f"semantic feedback off: the source {source.name} has no paper embeddings", None
 
 
 #: at most this many of the user's papers become seeds (the rest are only marked "in your library")

@@ -1,32 +1,195 @@
-"""Fault injection: a broken shipped-embeddings file turns semantic feedback off with a warning; nothing is
-unpickled, nothing crashes, the search runs on its words (crase_core.semantic)."""
+"""Fault injection: an embeddings file that is broken, lies, was reordered or belongs elsewhere turns semantic
+feedback off with one line saying which file and why — the run goes on by its words, nothing is unpickled,
+nothing is allocated from a lying header, nothing crashes — and ``crase corpus check`` reports it (exit 2).
+
+The first three are issue 25's reproductions on the built-in corpus's shipped file (a copy, in a folder that
+stands in for ``assets/embeddings``): ``: > file`` used to be ``internal error (EOFError)``, a header claiming
+29,555 × 10⁹ ``internal error (MemoryError)``, rows shuffled were used silently (another ranking, exit 0).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
+from cli_tools import QUERY, crase, ranked
 
-from crase_core.semantic import embeddings_file, load_embeddings
+from crase_core import semantic
+from crase_core.embedding_files import Manifest, manifest_path, normalised_f16, texts_digest, write_embeddings
+from crase_core.semantic import embeddings_file, find_embeddings, folder_embeddings_file, load_embeddings
+from crase_core.sources.local import LocalSource
 
-
-@pytest.mark.parametrize("content", [b"not a numpy file", b"\x93NUMPY\x01\x00garbage"])
-def test_an_unreadable_embeddings_file_turns_the_feedback_off(tmp_path, content, caplog):
-    path = tmp_path / "x.f16.npy"
-    path.write_bytes(content)
-    assert load_embeddings(path, 4) is None
-    assert "semantic feedback off" in caplog.text
+HEP_QUERY = "noncommutative solitons and tachyon condensation"
 
 
-def test_embeddings_of_the_wrong_shape_or_kind_are_refused(tmp_path):
-    path = tmp_path / "x.npy"
-    np.save(path, (np.ones((3, 2)) / np.sqrt(2)).astype(np.float16))
-    assert load_embeddings(path, 4) is None  # 3 rows for 4 papers
-    assert load_embeddings(path, 3) is not None
-    np.save(path, np.full((3, 2), np.nan, dtype=np.float32))
-    assert load_embeddings(path, 3) is None  # not finite
-    np.save(path, np.ones((3, 2), dtype=np.float32) * 3)
-    assert load_embeddings(path, 3) is None  # not unit length
-    np.save(path, np.array([{"a": 1}] * 3, dtype=object), allow_pickle=True)
-    assert load_embeddings(path, 3) is None  # never unpickled
-    assert load_embeddings(tmp_path / "missing.npy", 3) is None
-    assert embeddings_file("hepth", "0123456789abcdef0123").name == "hepth-0123456789abcdef-all-MiniLM-L6-v2.f16.npy"
+@pytest.fixture
+def shipped(tmp_path, monkeypatch, hepth_source):
+    """A copy of the shipped hep-th embeddings (file and manifest) where the product looks for shipped ones."""
+    c = hepth_source.corpus
+    real = embeddings_file(c.name, c.fingerprint)
+    folder = tmp_path / "embeddings"
+    folder.mkdir()
+    shutil.copy(real, folder / real.name)
+    shutil.copy(manifest_path(real), folder / manifest_path(real).name)
+    monkeypatch.setattr(semantic, "embeddings_dir", lambda: folder)
+    return folder / real.name
+
+
+def _lying_header(path: Path, rows: int, cols: int) -> None:
+    """Rewrite ``path``'s .npy header to claim ``rows × cols`` (same header length, data untouched)."""
+    data = bytearray(path.read_bytes())
+    head_len = int.from_bytes(data[8:10], "little")
+    old = bytes(data[10 : 10 + head_len]).decode("latin1")
+    new = old.replace(old[old.index("(") : old.index(")") + 1], f"({rows}, {cols})")
+    new = new.rstrip(" \n").ljust(head_len - 1) + "\n"
+    assert len(new) == head_len
+    data[10 : 10 + head_len] = new.encode("latin1")
+    path.write_bytes(bytes(data))
+
+
+def check_error(capsys, *folder: Path) -> str:
+    """The one error line of ``crase corpus check`` (exit 2) after the store's own "sound" line."""
+    r = crase(capsys, "corpus", "check", *folder)
+    assert r.code == 2 and ": sound (" in r.out and "embeddings" not in r.out, (r.code, r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crase: error: "), r.err
+    return lines[0].removeprefix("crase: error: ")
+
+
+def _query_without_feedback(capsys, why: str) -> None:
+    r = crase(capsys, "query", HEP_QUERY, "--quiet", "--no-cache")
+    assert r.code == 0, r.err
+    notes = [line for line in r.out.splitlines() if "semantic feedback off" in line]
+    assert len(notes) == 1 and why in notes[0], r.out
+    off = crase(capsys, "query", HEP_QUERY, "--quiet", "--no-cache", "--semantic-feedback-weight", "0")
+    assert ranked(r.out).replace(notes[0] + "\n", "") == ranked(off.out)  # exactly the run without the feedback
+
+
+def test_an_empty_shipped_embeddings_file_turns_the_feedback_off(capsys, shipped):
+    shipped.write_bytes(b"")
+    _query_without_feedback(capsys, "the file has 0 bytes, its manifest says 22,698,368: truncated or replaced")
+
+
+def test_a_header_claiming_a_billion_columns_allocates_nothing(capsys, shipped):
+    _lying_header(shipped, 29555, 10**9)
+    _query_without_feedback(capsys, "its header says 29,555 × 1,000,000,000 float16")
+
+
+def test_shuffled_rows_are_never_used(capsys, shipped, hepth_source):
+    with open(shipped, "rb") as f:
+        head = f.read(128)
+    rows = np.load(shipped, allow_pickle=False)
+    rng = np.random.default_rng(0)
+    shipped.write_bytes(head + rows[rng.permutation(len(rows))].tobytes())
+    _query_without_feedback(capsys, "its bytes do not match the SHA-256 its manifest records")
+    error = check_error(capsys)
+    assert error.startswith(f"semantic feedback off: the embeddings {shipped} cannot be used: its bytes do not match")
+    assert error.endswith("reinstall Crase to restore the shipped file, or write new ones with "
+                          "`crase corpus embed --minilm`")
+
+
+@pytest.mark.parametrize("damage, why", [
+    ("truncate", "the file has 11,349,184 bytes, its manifest says 22,698,368: truncated or replaced"),
+    ("no manifest", "its manifest hepth-fca14e40e654ab16-all-MiniLM-L6-v2.f16.json is missing"),
+    ("manifest not json", "is not valid JSON"),
+    ("manifest huge", "is larger than 64 KiB"),
+    ("manifest fifo", "is not a regular file"),
+    ("manifest other corpus", "they were written for corpus other with fingerprint 0123456789abcdef"),
+    ("flipped byte", "its bytes do not match the SHA-256"),
+])
+def test_every_damaged_shipped_file_is_refused_with_its_reason(shipped, hepth_source, damage, why):
+    c = hepth_source.corpus
+    m = manifest_path(shipped)
+    if damage == "truncate":
+        os.truncate(shipped, shipped.stat().st_size // 2)
+    elif damage == "no manifest":
+        m.unlink()
+    elif damage == "manifest not json":
+        m.write_text("{not json")
+    elif damage == "manifest huge":
+        m.write_bytes(b" " * (1 << 20))
+    elif damage == "manifest fifo":
+        m.unlink()
+        os.mkfifo(m)
+    elif damage == "manifest other corpus":
+        data = json.loads(m.read_text())
+        m.write_text(json.dumps({**data, "corpus_name": "other", "corpus_fingerprint": "0123456789abcdef"}))
+    else:
+        data = bytearray(shipped.read_bytes())
+        data[5000] ^= 0x40
+        shipped.write_bytes(bytes(data))
+    lookup = find_embeddings(None, c.name, c.fingerprint, len(c))
+    assert lookup.embeddings is None and lookup.problem is not None and why in lookup.problem, lookup.problem
+    assert lookup.problem.startswith(f"semantic feedback off: the embeddings {shipped} cannot be used: ")
+    assert "\n" not in lookup.problem
+
+
+def test_the_intact_copy_is_used_and_check_says_it_is_sound(capsys, shipped, hepth_source):
+    c = hepth_source.corpus
+    assert find_embeddings(None, c.name, c.fingerprint, len(c)).embeddings is not None
+    r = crase(capsys, "corpus", "check")
+    assert r.code == 0 and f"{shipped}: sound (all-MiniLM-L6-v2 (384 dimensions, the bundled model), 29,555 " \
+                             "papers; size, header, SHA-256 and unit rows checked)" in r.out
+
+
+def _write(folder: Path, source: LocalSource, matrix: np.ndarray, dtype: str = "<f2") -> Path:
+    c = source.corpus
+    path = folder_embeddings_file(folder)
+    manifest = Manifest(model="m", dimension=matrix.shape[1], count=len(c), corpus_name=c.name,
+                        corpus_fingerprint=c.fingerprint, texts_sha256=texts_digest(c.papers), source="endpoint",
+                        base_url="http://127.0.0.1:1/v1")
+    write_embeddings(path, [matrix.astype(dtype)], manifest)
+    return path
+
+
+def test_rows_that_are_not_unit_vectors_or_not_finite_are_refused_even_with_a_matching_checksum(tmp_path,
+                                                                                                 tiny_corpus_dir):
+    folder = tmp_path / "tiny"
+    shutil.copytree(tiny_corpus_dir, folder)
+    source = LocalSource.open(folder)
+    n = len(source.corpus)
+    good = normalised_f16(np.random.default_rng(1).normal(size=(n, 8)))
+    _write(folder, source, good)
+    assert source.embeddings is not None and source.embeddings.matrix.shape == (n, 8)
+    for bad, why in ((np.full((n, 8), 3.0), "not unit vectors"), (np.full((n, 8), np.nan), "not finite")):
+        _write(folder, source, bad)
+        lookup = source.semantic
+        assert lookup.embeddings is None and why in str(lookup.problem)
+
+
+def test_a_pickled_object_array_is_never_unpickled(tmp_path, tiny_corpus_dir):
+    folder = tmp_path / "tiny"
+    shutil.copytree(tiny_corpus_dir, folder)
+    source = LocalSource.open(folder)
+    path = _write(folder, source, normalised_f16(np.ones((len(source.corpus), 4))))
+    manifest = json.loads(manifest_path(path).read_text())
+    np.save(path, np.array([{"a": 1}] * len(source.corpus), dtype=object), allow_pickle=True)
+    manifest["size"] = path.stat().st_size
+    manifest_path(path).write_text(json.dumps(manifest))
+    lookup = source.semantic
+    assert lookup.embeddings is None and "not float16/float32 rows" in str(lookup.problem)
+    assert load_embeddings(path, len(source.corpus), source.corpus.fingerprint) is None
+
+
+def test_embeddings_of_a_corpus_that_grew_are_refused_until_embedded_again(capsys, tmp_path, tiny_corpus_dir):
+    """After ``corpus add`` the fingerprint changes: the old rows are not used for the new corpus (a query says
+    how to embed the new papers) and ``corpus check`` says the same."""
+    folder = tmp_path / "tiny"
+    shutil.copytree(tiny_corpus_dir, folder)
+    source = LocalSource.open(folder)
+    _write(folder, source, normalised_f16(np.random.default_rng(2).normal(size=(len(source.corpus), 8))))
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "papers.jsonl").write_text(json.dumps({"id": "0101001", "title": "A new paper on black holes",
+                                                  "abstract": "Entropy.", "year": 2001}) + "\n")
+    assert crase(capsys, "corpus", "add", folder, new).code == 0
+    r = crase(capsys, "query", QUERY, "--corpus", folder, "--quiet")
+    assert r.code == 0
+    assert "they were written for corpus tiny with fingerprint" in r.out and "(6 papers), this corpus's is" in r.out
+    assert "(7 papers): it changed or grew since" in r.out
+    assert check_error(capsys, folder).endswith(f"write them again with `crase corpus embed {folder} --base-url "
+                                                "http://127.0.0.1:1/v1 --model m`")

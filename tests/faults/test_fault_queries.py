@@ -195,7 +195,7 @@ def test_settings_file_that_cannot_be_parsed(capsys, tmp_path, tiny_corpus_dir, 
 
 
 @pytest.mark.parametrize("content, message", [
-    ("[pipline]\nk = 3\n", "has unknown section(s) pipline; valid: pipeline, runtime, llm, s2, storage, endpoints"),
+    ("[pipline]\nk = 3\n", "has unknown section(s) pipline; valid: pipeline, runtime, llm, s2, openalex, storage, endpoints"),
     ("[pipeline]\nkk = 3\n", ": unknown [pipeline] setting(s) kk; valid: k, m, L,"),
     ("[runtime]\napi_key = 'x'\n", ": unknown [runtime] setting(s) api_key; valid: source,"),
 ], ids=["unknown-section", "unknown-knob", "secret-is-not-a-setting"])
