@@ -83,6 +83,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
     counts: dict[str, Any] = corpus_folder.add_papers(folder, args.new, progress=_progress,
                                                      merge_policy=not args.no_merge)
+    if not counts.get("appended", 1):
+        print(f"nothing added to {folder.name}: every paper and citation of {args.new} is in it already; "
+              f"its files are unchanged ({counts['total_papers']:,} papers)")
+        return 0
     print(f"added {counts['papers']:,} papers and {counts['citations']:,} citations to {folder.name} "
           f"({counts['total_papers']:,} papers now)")
     return 0
