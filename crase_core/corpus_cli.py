@@ -17,6 +17,7 @@ from typing import Any
 from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
 from .errors import CorpusError
+from .machine import check_workers, max_workers
 from .terminal import printable
 from .textindex import TextIndex
 
@@ -66,6 +67,7 @@ def _size_mb(path: Path | None) -> float:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    check_workers(args.workers)
     folder = _folder(args.folder)
     start = time.perf_counter()
     bar = ProgressBar()
@@ -127,7 +129,7 @@ def add_corpus_parser(sub: Any) -> None:
     b = csub.add_parser("build", help="build the memory-mapped store and text index of a corpus folder")
     b.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     b.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                   help="processes that parse and tokenise papers (default: %(default)s)")
+                   help=f"processes that parse and tokenise papers, 1 to {max_workers()} here (default: %(default)s)")
     b.set_defaults(func=cmd_build)
     a = csub.add_parser("add", help="append new papers and citations to a corpus (a new segment; no rebuild)")
     a.add_argument("folder", type=Path, help="the corpus folder (its files grow by the new lines)")

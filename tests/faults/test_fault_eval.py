@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_tools import crase, one_error
 
+from crase_core import machine
+
 LINES = [
     {"qid": "q1", "query": "black hole entropy", "relevant": ["9801001"], "paper_id": "0001001"},
     {"qid": "q2", "query": "glueball lattice", "relevant": ["9902001"]},
@@ -153,8 +155,13 @@ def test_out_folder_that_is_a_file(capsys, tmp_path, tiny_corpus_dir):
     assert out.read_text() == "keep me"
 
 
+_TOP = machine.max_workers()
+_CORES = f"{machine.usable_cores()} core{'s' * (machine.usable_cores() != 1)} × {machine.WORKERS_PER_CORE}"
+
+
 @pytest.mark.parametrize("args, message", [
-    (["--workers", "0"], "--workers must be ≥ 1 (got 0)"),
+    (["--workers", "0"], f"--workers must be in [1, {_TOP}] on this machine ({_CORES}) (got 0)"),
+    (["--workers", "100000"], f"--workers must be in [1, {_TOP}] on this machine ({_CORES}) (got 100000)"),
     (["--limit", "0"], "--limit must be ≥ 1 (got 0)"),
 ])
 def test_eval_counts_out_of_range(capsys, tmp_path, tiny_corpus_dir, args, message):

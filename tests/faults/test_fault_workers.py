@@ -1,0 +1,29 @@
+"""Worker counts are checked against the machine before a process is started: ``crase corpus build
+--workers 100000`` used to fork hundreds of parsers (load ≈ 2,200, a worker OOM-killed), and 0 or -1
+were accepted silently."""
+
+from __future__ import annotations
+
+import pytest
+from cli_tools import crase, one_error
+from tiny_corpus import write_corpus
+
+from crase_core import machine
+
+
+def _range_error(value: int) -> str:
+    cores = machine.usable_cores()
+    return (f"--workers must be in [1, {machine.max_workers()}] on this machine ({cores} core{'s' * (cores != 1)} "
+            f"× {machine.WORKERS_PER_CORE}) (got {value})")
+
+
+@pytest.mark.fault_kind("corpus-build-workers-out-of-range")
+@pytest.mark.parametrize("value", ["100000", "0", "-1"])
+def test_corpus_build_refuses_a_worker_count_the_machine_cannot_run(capsys, tmp_path, monkeypatch, value):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(cache))
+    corpus = write_corpus(tmp_path / "tiny")
+    assert one_error(crase(capsys, "corpus", "build", corpus, f"--workers={value}")) == _range_error(int(value))
+    assert not cache.exists()  # refused before anything was opened or built
+    top = crase(capsys, "corpus", "build", corpus, f"--workers={machine.max_workers()}")  # the bound itself runs
+    assert top.code == 0 and "tiny: 6 papers, 7 citations" in top.out, top.err
