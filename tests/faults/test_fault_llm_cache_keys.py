@@ -15,7 +15,6 @@ from tiny_corpus import write_corpus
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
-from crase_core.component_cache import key_identity  # noqa: E402
 from crase_core.evaluation.harness import EvalJob  # noqa: E402
 from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
 from crase_core.runtime import RuntimeConfig  # noqa: E402
@@ -56,6 +55,7 @@ def test_two_endpoints_with_one_model_name_do_not_share_answers(capsys, tmp_path
 def test_the_cache_key_changes_exactly_when_the_eval_pin_does():
     """Every field of the eval's ``llm`` pin changes every model component's cache identity; settings
     that do not shape an answer (timeout, concurrency, retries) change neither."""
+    from crase_core.component_cache import key_identity
     base = LLMSettings(base_url="http://127.0.0.1:9/v1", model="m")
 
     def ids(s: LLMSettings) -> list[str]:
