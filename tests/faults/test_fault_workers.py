@@ -10,6 +10,8 @@ import pytest
 from cli_tools import crase, one_error
 from tiny_corpus import write_corpus
 
+from crase_core import corpus_store
+
 CORES = len(os.sched_getaffinity(0))  # the cores this process may use
 TOP = 4 * CORES
 
@@ -23,6 +25,13 @@ def _range_error(value: int) -> str:
 def test_corpus_build_refuses_a_worker_count_the_machine_cannot_run(capsys, tmp_path, monkeypatch, value):
     cache = tmp_path / "cache"
     monkeypatch.setenv("CRASE_CACHE_DIR", str(cache))
+    real = corpus_store._parsed
+
+    def guarded(path, workers, *a, **k):  # should the check regress, fail here instead of forking 100,000
+        assert 1 <= workers <= TOP, f"a build was started with {workers} workers"
+        return real(path, workers, *a, **k)
+
+    monkeypatch.setattr(corpus_store, "_parsed", guarded)
     corpus = write_corpus(tmp_path / "tiny")
     assert one_error(crase(capsys, "corpus", "build", corpus, f"--workers={value}")) == _range_error(int(value))
     assert not cache.exists()  # refused before anything was opened or built
