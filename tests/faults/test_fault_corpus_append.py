@@ -26,7 +26,9 @@ JOURNAL = ".crase-append.json"  # crase_core.append_journal.JOURNAL
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    """SHA-256 of every regular file of ``folder`` (a planted FIFO is named, never opened)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else "not a file"
+            for p in sorted(folder.iterdir())}
 
 
 def _big_batch(folder: Path, n: int = 10_000) -> Path:
