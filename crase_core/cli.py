@@ -127,6 +127,23 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     return "\n".join(lines)
 
 
+def read_library_file(path: Path) -> str:
+    """The text of ``--library FILE``: a regular file of at most ``library.MAX_LIBRARY_BYTES``, read with
+    that bound before it is parsed (``/dev/zero``, a FIFO or a folder is refused at once)."""
+    from .bounded import TooLarge, read_regular
+    from .library import MAX_LIBRARY_BYTES, MAX_LIBRARY_ENTRIES
+
+    try:
+        data = read_regular(path, MAX_LIBRARY_BYTES)
+    except TooLarge:
+        raise InputError(f"the library file {path} is larger than {MAX_LIBRARY_BYTES >> 20} MiB; give at most "
+                         f"{MAX_LIBRARY_ENTRIES:,} papers") from None
+    except OSError as e:
+        hint = " (save the BibTeX or the list of ids to a file)" if e.strerror == "not a regular file" else ""
+        raise InputError(f"cannot read the library file {path}: {e.strerror or e}{hint}") from None
+    return data.decode("utf-8", errors="replace")
+
+
 def read_library(ids: Sequence[str] | None, bib: Path | None):
     """The user's papers from ``--seed-ids`` and ``--library FILE`` (BibTeX or a list of ids), or None."""
     from .library import ParsedLibrary, parse_ids, parse_library
@@ -137,11 +154,7 @@ def read_library(ids: Sequence[str] | None, bib: Path | None):
     if ids:
         parsed.extend(parse_ids(" ".join(ids)))
     if bib is not None:
-        try:
-            text = bib.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise InputError(f"cannot read the library file {bib}: {e.strerror or e}") from None
-        parsed.extend(parse_library(text))
+        parsed.extend(parse_library(read_library_file(bib)))
     for bad in parsed.unreadable[:10]:
         print(f"crase: note: library: skipped {printable(bad)}", file=sys.stderr)
     if not parsed.entries:

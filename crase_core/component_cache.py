@@ -21,8 +21,11 @@ Budget: every model call goes through the run's :class:`~crase_core.spend.SpendM
 (components that declare ``metered`` check each HTTP attempt themselves; for the
 others each item's reported calls are charged after the fact).
 
-Keys are ``kind|identity|…`` (see :mod:`crase_core.cache`); ``identity`` names
-the component and its prompt/algorithm version, so changing either misses.
+Keys are ``kind|identity|…`` (see :mod:`crase_core.cache`); the key's identity is the component's
+:func:`key_identity`: its ``identity`` (the component and its prompt/algorithm version) and, for a
+model-backed one, a digest of everything else that shapes its answers (the endpoint's URL, the model,
+the temperature, how JSON is asked: ``LLMSettings.answer_settings``, what the eval pins), so changing
+any of them misses — two endpoints that report the same model name never share an answer.
 """
 
 from __future__ import annotations
@@ -73,7 +76,13 @@ def failure_is_fresh(value: object, now: float, retry_failures: bool) -> bool:
 
 
 
-# ---- keys (byte-identical to the keys of earlier versions: existing caches stay valid) ---------------------
+# ---- keys ------------------------------------------------------------------------------------------------
+def key_identity(component: Any) -> str:
+    """The identity a component's results are cached under: ``cache_identity`` when it has one (the
+    model-backed components: identity + endpoint/model/settings digest), else its ``identity``."""
+    return str(getattr(component, "cache_identity", None) or component.identity)
+
+
 def plan_key(identity: str, query: str, L: int) -> str:
     """Cache key of the plan of ``query`` with at most ``L`` sub-queries by planner ``identity``."""
     return result_key("plan", identity, [query, L])
@@ -213,7 +222,7 @@ class ComponentCache:
         fallback's plan is used (its ``error`` keeps what went wrong, its notes say so).
         """
         identity = self.backend.planner.identity
-        key = plan_key(identity, query, L)
+        key = plan_key(key_identity(self.backend.planner), query, L)
         raw = self._get([key]).get(key)
         plan = plan_from_cache(query, L, identity, raw)
         if plan is not None and self._reusable(raw, bool(plan.error)):
@@ -250,7 +259,7 @@ class ComponentCache:
         """The claim sets the cache holds for ``papers`` (by paper id); corrupt entries and expired (or
         to-be-retried) failures are left out."""
         identity = self.backend.extractor.identity
-        keys = {p.id: claims_key(identity, p) for p in papers}
+        keys = {p.id: claims_key(key_identity(self.backend.extractor), p) for p in papers}
         raw = self._get(keys.values())
         found: dict[str, ClaimSet] = {}
         for pid, key in keys.items():
@@ -269,7 +278,6 @@ class ComponentCache:
 
     def extract(self, papers: Sequence[Paper]) -> list[ClaimSet]:
         """Extract the claims of ``papers`` (one backend batch), cache them, count the cost."""
-        identity = self.backend.extractor.identity
         extractor: Any = self.backend.extractor
         metered = getattr(extractor, "metered", False)
         papers = list(papers)
@@ -280,7 +288,7 @@ class ComponentCache:
         for paper, cs in zip(papers, results, strict=True):
             self._charge(cs.usage, cs.error, cs.notes, metered=metered)
             if not cs.error or is_output_failure(cs.error):
-                fresh[claims_key(identity, paper)] = claimset_to_cache(cs, self.clock())
+                fresh[claims_key(key_identity(extractor), paper)] = claimset_to_cache(cs, self.clock())
         self._set(fresh)
         return results
 
@@ -364,7 +372,7 @@ class ComponentCache:
         return digest
 
     def _matrix_key(self, claims: Mapping[str, ClaimSet], e: Edge) -> str:
-        return matrix_key(self.scorer_identity, (), (), digests=(self._digest(claims[e[0]]), self._digest(claims[e[1]])))
+        return matrix_key(key_identity(self.backend.scorer), (), (), digests=(self._digest(claims[e[0]]), self._digest(claims[e[1]])))
 
     def _get(self, keys: Any) -> dict[str, Any]:
         return self.cache.get_many(keys) if self.cache is not None else {}

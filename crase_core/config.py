@@ -47,6 +47,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -68,6 +69,14 @@ log = logging.getLogger(__name__)
 DEFAULT_ENDPOINT = "default"
 #: the largest settings file read (a cap, so /dev/zero or a huge file cannot hang or exhaust memory).
 MAX_SETTINGS_BYTES = 1 << 20
+#: a TOML key or table header with more parts than this is refused before parsing: Python's TOML parser
+#: takes time quadratic in a dotted key's depth (``a.a.….a = 1``, 200,000 deep: minutes and gigabytes)
+MAX_TOML_KEY_DEPTH = 32
+# strings and comments (left out of the key scan); maximal runs of key characters (linear: no overlap)
+_TOML_NOT_KEYS = re.compile(  # every alternative matches once started (an unterminated string runs to its end)
+    r'"""(?:\\[\s\S]?|[^\\])*?(?:"""|\Z)|\'\'\'[\s\S]*?(?:\'\'\'|\Z)'
+    r'|"(?:\\[\s\S]?|[^"\\\n])*(?:"|$)|\'[^\'\n]*(?:\'|$)|#[^\n]*', re.M)
+_TOML_KEY_RUN = re.compile(r"[A-Za-z0-9_\-. \t]+")
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,14 @@ Values = dict[str, dict[str, Any]]
 
 # --- loading ---------------------------------------------------------------------------------------------
 
+def toml_key_depth(text: str) -> int:
+    """The most parts of any dotted key or table header of the TOML ``text`` (strings and comments left
+    out; a quoted part counts as one): linear time, a few regular-expression passes."""
+    bare = _TOML_NOT_KEYS.sub("q", text)  # a string or comment stands for one key part
+    return 1 + max((m.group().count(".") for m in _TOML_KEY_RUN.finditer(bare)
+                    if bare[m.end():m.end() + 1] in ("=", "]")), default=0)
+
+
 def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, Any]]]:
     """(section values, endpoint tables) of a TOML/JSON settings file; unknown names are an error."""
     p = Path(path).expanduser()
@@ -150,6 +167,11 @@ def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, An
         raise InputError(f"the settings file {p} is not UTF-8 text (byte 0x{data_bytes[e.start]:02x} on "
                          f"line {line}); save it as UTF-8") from None
     toml = p.suffix.lower() == ".toml"
+    if toml:
+        depth = toml_key_depth(raw)
+        if depth > MAX_TOML_KEY_DEPTH:
+            raise InputError(f"the settings file {p} has a key {depth:,} parts deep; settings keys have at most "
+                             f"{MAX_TOML_KEY_DEPTH}")
     try:
         data = tomllib.loads(raw) if toml else json.loads(raw)
     except tomllib.TOMLDecodeError as e:

@@ -21,6 +21,7 @@ from . import corpus_folder, corpus_store, environment
 from .corpus import DEFAULT_CORPUS_DIR
 from .corpus_validation import ValidationReport
 from .errors import CorpusError, InputError
+from .machine import check_workers, max_workers
 from .terminal import printable
 from .textindex import TextIndex
 
@@ -70,6 +71,7 @@ def _size_mb(path: Path | None) -> float:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    check_workers(args.workers)
     folder = _folder(args.folder)
     start = time.perf_counter()
     bar = ProgressBar()
@@ -127,6 +129,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     folder = _folder(args.folder)
     counts: dict[str, Any] = corpus_folder.add_papers(folder, args.new, progress=_progress,
                                                      merge_policy=not args.no_merge)
+    if not counts.get("appended", 1):
+        print(f"nothing added to {folder.name}: every paper and citation of {args.new} is in it already; "
+              f"its files are unchanged ({counts['total_papers']:,} papers)")
+        return 0
     print(f"added {counts['papers']:,} papers and {counts['citations']:,} citations to {folder.name} "
           f"({counts['total_papers']:,} papers now)")
     return 0
@@ -230,7 +236,7 @@ def add_corpus_parser(sub: Any) -> None:
     b = csub.add_parser("build", help="build the memory-mapped store and text index of a corpus folder")
     b.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     b.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                   help="processes that parse and tokenise papers (default: %(default)s)")
+                   help=f"processes that parse and tokenise papers, 1 to {max_workers()} here (default: %(default)s)")
     b.set_defaults(func=cmd_build)
     i = csub.add_parser("import", help="a new corpus folder (store built) from OpenAlex works, Semantic Scholar "
                         "datasets files or papers.jsonl + citations.tsv",

@@ -1,7 +1,10 @@
 """Exports of a run: ranked list as BibTeX / RIS / CSV, evidence graph as GraphML, trace as JSON.
 
 Pure functions ``RunTrace -> str``. Nothing here reads secrets: a trace holds
-none, and exports only copy paper metadata, scores and edge decisions.
+none, and exports only copy paper metadata, scores and edge decisions. Every text a BibTeX, RIS or CSV
+export copies goes through :func:`crase_core.terminal.printable` first: no control character, escape
+sequence or bidirectional override from a title or an abstract reaches a reference manager, a
+spreadsheet or a terminal that shows the file.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable
 from . import trace as trace_io
 from .affinity import score_name
 from .records import Paper, RankedPaper
+from .terminal import printable
 from .trace import RunTrace
 
 # BibTeX/LaTeX special characters → their literal-text commands (backslash first, so it is not doubled).
@@ -34,8 +38,9 @@ _BIBTEX_MAP = dict(_BIBTEX_ESCAPES)
 
 
 def bibtex_escape(text: str) -> str:
-    """``text`` as literal BibTeX field content: ``\\ { } & % $ # _ ~ ^`` escaped, whitespace collapsed."""
-    return _BIBTEX_RE.sub(lambda m: _BIBTEX_MAP[m.group(0)], " ".join(str(text).split()))
+    """``text`` as literal BibTeX field content: control characters dropped, ``\\ { } & % $ # _ ~ ^``
+    escaped, whitespace collapsed."""
+    return _BIBTEX_RE.sub(lambda m: _BIBTEX_MAP[m.group(0)], " ".join(printable(text).split()))
 
 
 def _key(paper: Paper, used: set[str]) -> str:
@@ -90,7 +95,7 @@ def to_bibtex(trace: RunTrace, k: int | None = None) -> str:
 
 
 def _ris_line(tag: str, value: str) -> str:
-    return f"{tag}  - {' '.join(str(value).split())}"
+    return f"{tag}  - {' '.join(printable(value).split())}"
 
 
 def to_ris(trace: RunTrace, k: int | None = None) -> str:
@@ -123,12 +128,13 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\ufe62", "\
 
 
 def csv_cell(value: object) -> str:
-    """A text cell safe to open in a spreadsheet: a leading ``'`` when it starts like a formula.
+    """A text cell safe to open in a spreadsheet: no control characters, and a leading ``'`` when it
+    starts like a formula.
 
     Applies to every text column of every CSV export (ranked list, audit verdicts).
     Leading whitespace is looked through (``" =1+2"`` is guarded too).
     """
-    s = "" if value is None else str(value)
+    s = "" if value is None else printable(value)  # control characters dropped (tabs, newlines: spaces)
     return "'" + s if s.lstrip(" ")[:1] in FORMULA_PREFIXES else s
 
 

@@ -465,6 +465,13 @@ class Appended:
     papers: int
     citations: int
     total_papers: int
+    #: the batch's citation lines with an unknown id that are not pending already
+    pending: int = 0
+
+    @property
+    def adds_nothing(self) -> bool:
+        """No paper, no citation and no new pending line: appending the batch would change nothing."""
+        return not (self.papers or self.citations or self.pending)
 
 
 def _grown_validation(corpus: Corpus, chain: Chain, sink: Any, new_years: np.ndarray, u: np.ndarray, v: np.ndarray,
@@ -490,7 +497,16 @@ def _grown_validation(corpus: Corpus, chain: Chain, sink: Any, new_years: np.nda
 
 def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Path | None, fingerprint: str,
                   target: Path, source: Mapping[str, list[Any]]) -> Appended:
-    """Publish at ``target`` the segment that adds to ``corpus`` (store-backed, with or without segments) the
+    """:func:`build_segment`, published at ``target`` (atomic rename)."""
+    tmp, added = build_segment(corpus, chunks, new_citations, fingerprint, target, source)
+    atomic.publish_dir(tmp, target)
+    return added
+
+
+def build_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Path | None, fingerprint: str,
+                  target: Path, source: Mapping[str, list[Any]]) -> tuple[Path, Appended]:
+    """Build, in a temp folder beside ``target`` (returned, not yet published: the caller renames it to
+    ``target``), the segment that adds to ``corpus`` (store-backed, with or without segments) the
     parsed papers ``chunks`` and the citation lines of ``new_citations``: equal, by positions, edges,
     pending lines and counts, to a build of the corpus files followed by these lines. ``source``: the
     byte ranges and SHA-256 the append wrote to each corpus file (kept in ``meta.json``). Cost: the batch,
@@ -579,8 +595,12 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    atomic.publish_dir(tmp, target)
-    return Appended(n_new, int(keys.size), n)
+    new_pending = len(edges.pending_src)
+    if new_pending and not n_new and not keys.size:  # only then does it decide whether anything is added
+        known_pending = set(zip(psrc.tolist(), pdst.tolist(), strict=True))
+        new_pending = len({(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
+                           for a, b in zip(edges.pending_src, edges.pending_dst, strict=True)} - known_pending)
+    return tmp, Appended(n_new, int(keys.size), n, new_pending)
 
 
 def _write_meta(folder: Path, arrays: Mapping[str, np.ndarray], header: dict[str, Any]) -> None:

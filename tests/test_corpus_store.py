@@ -71,7 +71,7 @@ def _same_graph(a, b) -> bool:
 
 def test_append_equals_a_full_build_of_the_grown_files(tmp_path, cache, monkeypatch):
     folder, counts = _grown(tmp_path)
-    assert counts == {"papers": 2, "citations": 5, "total_papers": 6}  # 9902001→0001001 (was pending) + 4 new
+    assert counts == {"papers": 2, "citations": 5, "total_papers": 6, "appended": 1}  # 9902001→0001001 (was pending) + 4 new
     appended = open_corpus(folder)
     assert appended.segments and appended.store == appended.segments[-1]  # a store and one segment
     appended_index = TextIndex.for_corpus(appended)
@@ -277,4 +277,5 @@ def test_gzip_corpus_grows_by_a_gzip_member(tmp_path, cache):
     corpus_folder.add_papers(base, _write(tmp_path / "batch", NEW_PAPERS, NEW_CITATIONS))
     grown = open_corpus(base)
     assert len(grown) == 6 and grown.n_citations == 8
-    assert json.loads(gzip.decompress((base / "papers.jsonl.gz").read_bytes()).splitlines()[-1])["id"] == "9801001"
+    # the repeated id 9801001 is not appended (the corpus has it): the last line is the last new paper
+    assert json.loads(gzip.decompress((base / "papers.jsonl.gz").read_bytes()).splitlines()[-1])["id"] == "0002001"

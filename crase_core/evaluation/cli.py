@@ -20,6 +20,7 @@ from typing import Any
 
 from ..config import add_arguments, settings_from_args
 from ..errors import InputError
+from ..machine import check_workers
 from ..rankers import ranker_names
 from ..terminal import printable
 from .harness import CORRUPTIONS, EvalJob, read_rows, run_eval
@@ -87,8 +88,7 @@ def _job_from_args(args: argparse.Namespace) -> EvalJob:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    if args.workers < 1:
-        raise InputError(f"--workers must be ≥ 1 (got {args.workers})")
+    check_workers(args.workers)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be ≥ 1 (got {args.limit})")
     job = _job_from_args(args)

@@ -88,8 +88,7 @@ class EvalJob:
             **({"variant": self.variant} if self.variant else {}),
         }
         if rt.backend == "openai":  # the endpoint without credentials, and what shapes the answers
-            fp["llm"] = {"endpoint": redact_url(rt.llm.base_url), "model": rt.llm.model,
-                         "temperature": rt.llm.temperature, "structured_output": rt.llm.structured_output}
+            fp["llm"] = rt.llm.answer_settings()  # what the result cache keys name too (cache_identity)
         if rt.source == "s2":
             fp["s2"] = {"endpoint": redact_url(rt.s2.base_url), "max_neighbor_pages": rt.s2.max_neighbor_pages,
                         "on_neighbor_error": rt.s2.on_neighbor_error}

@@ -465,6 +465,9 @@ class Endpoint:
         except (ValueError, UnicodeDecodeError):
             return None, (f"the endpoint {where} answered HTTP 200 with a body that is not JSON "
                           f"({{n}} attempts): {_preview(r.body)}")
+        except RecursionError:
+            return None, (f"the endpoint {where} answered HTTP 200 with JSON nested too deeply to be a chat "
+                          f"completion ({{n}} attempts): {_preview(r.body)}")
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             return None, (f"the endpoint {where} answered HTTP 200 with JSON that is not a chat completion "
                           f"(no 'choices' list) ({{n}} attempts): {_preview(r.body)}")
@@ -593,7 +596,7 @@ class Endpoint:
             try:
                 data = json.loads(r.body)
                 return [str(m["id"]) for m in data["data"]]
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, RecursionError):
                 kind = "an HTML page" if r.content_type == "text/html" else "JSON of another shape"
                 raise ModelError(self._msg(
                     f"could not list the models of {self.where}: it answered with {kind}, not an OpenAI-compatible "
@@ -623,7 +626,7 @@ def _error_text(r: Response, limit: int = 300) -> str:
     """The error message of a non-200 answer (OpenAI ``{"error": {"message"}}`` or the text), shortened."""
     try:
         data = json.loads(r.body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         data = None
     if isinstance(data, dict):
         err = data.get("error", data)

@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 
+from ..cache import stable_hash
 from ..claims import MIN_CLAIMS
 from ..entailment import ClaimPair
 from ..errors import ModelError
@@ -78,6 +79,9 @@ class _ModelComponent:
         self.template = template or load_prompt(self.prompt_name, settings.prompts_dir)
         temp = f",t={settings.temperature:g}" if settings.temperature else ""
         self.identity = f"openai:{settings.model}@{self.template.tag}{temp}"
+        #: what results are cached under: the identity and the endpoint, model and settings that shape the
+        #: answers (``LLMSettings.answer_settings``), so two endpoints serving one model name never share them
+        self.cache_identity = f"{self.identity}|{stable_hash(settings.answer_settings())[:16]}"
 
     async def _ask(
         self,

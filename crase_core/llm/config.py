@@ -25,6 +25,7 @@ import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from .. import environment
@@ -113,6 +114,14 @@ class LLMSettings:
     @property
     def key(self) -> str:
         return self.api_key or PLACEHOLDER_KEY
+
+    def answer_settings(self) -> dict[str, Any]:
+        """What shapes the model's answers besides the prompt: the endpoint (its base URL without
+        credentials or query string), the model, the temperature and how JSON is asked. The eval pins
+        exactly these (``EvalJob.fingerprint``) and every result-cache key names them
+        (``cache_identity`` of the model-backed components), so the two always agree."""
+        return {"endpoint": redact_url(self.base_url), "model": self.model, "temperature": self.temperature,
+                "structured_output": self.structured_output}
 
     def describe(self) -> dict[str, str]:
         """Secret-free description (base URL without credentials, model, policy)."""

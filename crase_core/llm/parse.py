@@ -48,7 +48,34 @@ class OutputError(ValueError):
 
 
 def decode_json(text: str, finish_reason: str | None = None) -> tuple[Any, list[str]]:
-    """The JSON value of an answer; tolerates a Markdown fence or prose around one object."""
+    """The JSON value of an answer; tolerates a Markdown fence or prose around one object. JSON nested
+    deeper than :data:`MAX_ANSWER_DEPTH` is an unusable answer (no answer of ours nests beyond 4)."""
+    try:
+        value, notes = _decode_json(text, finish_reason)
+    except RecursionError:
+        raise OutputError("the answer is JSON nested too deeply") from None
+    if _depth_over(value, MAX_ANSWER_DEPTH):
+        raise OutputError(f"the answer is JSON nested more than {MAX_ANSWER_DEPTH} levels deep")
+    return value, notes
+
+
+#: how deep a model's JSON answer may nest (plans, claims and matrices nest 3 deep; a group 4)
+MAX_ANSWER_DEPTH = 16
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists/objects more than ``limit`` deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > limit:
+                return True
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def _decode_json(text: str, finish_reason: str | None) -> tuple[Any, list[str]]:
     if finish_reason == "length":
         raise OutputError("the answer was cut off at the token limit; answer more briefly")
     stripped = text.strip()

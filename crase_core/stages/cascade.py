@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cache import result_key
-from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge
+from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge, key_identity
 from ..errors import ModelError
 from ..records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix, RankedPaper, SearchHit, Seed
 from ..settings import PipelineSettings
@@ -127,7 +127,8 @@ def spend_record_key(components: ComponentCache, expansion: Expansion, settings:
     b = components.backend
     values = {k: v for k, v in vars(settings).items() if k != "retry_failures"}
     graph = expansion.graph
-    return result_key("spend", f"{b.planner.identity}|{b.extractor.identity}|{b.scorer.identity}", [
+    ids = "|".join(key_identity(c) for c in (b.planner, b.extractor, b.scorer))
+    return result_key("spend", ids, [
         values, sorted(graph.nodes), sorted(graph.edges), [s_.paper_id for s_ in seeds],
         [h.paper_id for h in query_hits]])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fault_tools import query, ranked, run_cli
 from tiny_corpus import write_corpus
 
@@ -14,6 +15,7 @@ def _store(cache: Path) -> Path:
     return stores[0]
 
 
+@pytest.mark.fault_kind("store-truncated-file")
 def test_truncated_store_file_is_detected_and_rebuilt(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "cache"
@@ -29,6 +31,7 @@ def test_truncated_store_file_is_detected_and_rebuilt(tmp_path):
     assert again.returncode == 0 and "damaged" not in again.stderr
 
 
+@pytest.mark.fault_kind("store-garbage-meta", "store-flipped-byte")
 def test_garbage_meta_is_rebuilt_and_flipped_byte_is_caught_by_check(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "cache"
@@ -48,6 +51,7 @@ def test_garbage_meta_is_rebuilt_and_flipped_byte_is_caught_by_check(tmp_path):
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
+@pytest.mark.fault_kind("index-damaged-file")
 def test_damaged_index_file_is_rebuilt(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "cache"

@@ -94,6 +94,7 @@ def _graph_labels(at: AppTest) -> str:
     return "\n".join(c.proto.json_args for c in at.get("component_instance"))
 
 
+@pytest.mark.fault_kind("app-upload-forged-run-id")
 def test_upload_with_an_existing_run_id_never_overwrites_and_caches_follow_content(app_env):
     a = _search(_app(), QUERY)
     [original] = _saved(app_env)
@@ -122,6 +123,7 @@ def test_upload_with_an_existing_run_id_never_overwrites_and_caches_follow_conte
     assert {p: p.stat().st_mtime_ns for p in _saved(app_env)} == mtimes
 
 
+@pytest.mark.fault_kind("app-malformed-sidecar")
 def test_one_malformed_sidecar_does_not_hide_the_other_runs(app_env):
     at = _search(_app(), QUERY)
     _search(at, OTHER_QUERY)
@@ -139,6 +141,7 @@ def test_one_malformed_sidecar_does_not_hide_the_other_runs(app_env):
     assert json.loads((app_env / f"{first.stem}.meta.json").read_text())["query"] in (QUERY, OTHER_QUERY)
 
 
+@pytest.mark.fault_kind("app-identical-reruns")
 def test_rerunning_the_same_query_reopens_the_saved_run(app_env):
     at = _search(_app(), QUERY)
     first = at.session_state["trace"]
@@ -153,6 +156,7 @@ def test_rerunning_the_same_query_reopens_the_saved_run(app_env):
     assert not any("saved run is reopened" in i.value for i in at.info)
 
 
+@pytest.mark.fault_kind("app-runs-path-escapes")
 def test_runs_folder_path_is_shown_literally(app_env):
     at = _app()
     at.switch_page("app_pages/5_Runs.py").run()
@@ -168,6 +172,7 @@ def _bad_trace(runs: Path) -> bytes:
     return json.dumps(data).encode()
 
 
+@pytest.mark.fault_kind("app-result-not-a-node")
 def test_a_trace_whose_result_is_not_a_node_is_a_clear_error_on_every_page(app_env):
     at = _search(_app(), QUERY)
     good = at.session_state["trace"]
@@ -207,6 +212,7 @@ def test_a_trace_whose_result_is_not_a_node_is_a_clear_error_on_every_page(app_e
         assert any(e.value.startswith(expected) for e in fresh.error), (page, [e.value for e in fresh.error])
 
 
+@pytest.mark.fault_kind("app-audit-store-damaged")
 def test_audit_store_set_aside_is_announced_with_its_path(app_env):
     at = _search(_app(), QUERY)
     junk = os.urandom(4096)
@@ -221,6 +227,7 @@ def test_audit_store_set_aside_is_announced_with_its_path(app_env):
     assert any(f"`{aside[0]}`" in w.value for w in at.warning)
 
 
+@pytest.mark.fault_kind("app-secrets-in-logs")
 def test_app_installs_the_secret_log_filter(app_env, caplog):
     from crase_core.redaction import SecretFilter
 
@@ -241,6 +248,7 @@ def _bench(env_eval: Path) -> AppTest:
     return at
 
 
+@pytest.mark.fault_kind("app-benchmark-path")
 def test_benchmark_page_reads_only_the_allowed_roots(app_env, tmp_path):
     outside = tmp_path / "outside"
     (outside / "secret").mkdir(parents=True)
@@ -267,6 +275,7 @@ def test_benchmark_page_reads_only_the_allowed_roots(app_env, tmp_path):
         assert "OUTSIDE-SECRET" not in shown and "too deep" not in shown, option
 
 
+@pytest.mark.fault_kind("app-benchmark-path")
 def test_benchmark_page_scan_is_bounded(app_env, tmp_path):
     ev = tmp_path / "eval"
     ev.mkdir()
@@ -276,6 +285,7 @@ def test_benchmark_page_scan_is_bounded(app_env, tmp_path):
     assert any("were looked at" in w.value and "your eval folder" in w.value for w in at.warning)
 
 
+@pytest.mark.fault_kind("app-benchmark-default-report")
 def test_benchmark_page_opens_on_the_retrieval_comparison_with_tables(app_env, tmp_path):
     from crase_core.evaluation.report import RunSummary, write_report
 
@@ -295,6 +305,7 @@ def test_benchmark_page_opens_on_the_retrieval_comparison_with_tables(app_env, t
 
 
 # --- the dense baseline's embedding cache ----------------------------------------------------------------------
+@pytest.mark.fault_kind("app-dense-cache-concurrent-writers")
 def test_dense_embedding_cache_concurrent_first_writers(tmp_path, monkeypatch):
     """Two first runs at once wrote the same ``.tmp.npy``; one rename then failed (FileNotFoundError)."""
     import threading

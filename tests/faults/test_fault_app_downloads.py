@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
@@ -25,6 +27,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
 
 
+@pytest.mark.fault_kind("app-quick-downloads")
 def test_quick_successive_downloads_all_arrive(tmp_path):
     with streamlit_app(tmp_path, CORPUS) as (url, _runs), sync_playwright() as p:
         browser = chromium(p)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import diskcache
+import pytest
 from fault_tools import QUERY, cli_env, query, ranked, shared_tmp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
@@ -36,6 +37,7 @@ def _clean_answer(corpus: Path, tmp: Path) -> str:
     return ranked(r.stdout)
 
 
+@pytest.mark.fault_kind("cache-planted-pickle")
 def test_planted_pickles_in_every_cache_are_never_executed(tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "cache"
@@ -78,6 +80,7 @@ def test_planted_pickles_in_every_cache_are_never_executed(tmp_path, monkeypatch
     assert not marker.exists()
 
 
+@pytest.mark.fault_kind("cache-result-db-corrupt")
 def test_corrupt_result_cache_db_is_rebuilt(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     cache = tmp_path / "cache"
@@ -95,6 +98,7 @@ def test_corrupt_result_cache_db_is_rebuilt(tmp_path):
     assert ranked(rerun.stdout) == ranked(r.stdout)
 
 
+@pytest.mark.fault_kind("cache-dir-is-a-file")
 def test_cache_dir_that_is_a_file_runs_without_caching(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     blocker = tmp_path / "not-a-dir"
@@ -110,6 +114,7 @@ def test_cache_dir_that_is_a_file_runs_without_caching(tmp_path):
     assert ranked(fixed.stdout) == ranked(r.stdout)
 
 
+@pytest.mark.fault_kind("cache-dir-read-only")
 def test_read_only_cache_folder_runs_without_caching():
     tmp = shared_tmp("ro")
     try:
@@ -161,6 +166,7 @@ def _synthetic_corpus(folder: Path, n: int = 3000) -> Path:
     return write_corpus(folder, papers, citations)
 
 
+@pytest.mark.fault_kind("cache-concurrent-first-queries")
 def test_eight_first_queries_at_once_on_an_empty_cache(tmp_path):
     corpus = _synthetic_corpus(tmp_path / "synthetic")
     cache = tmp_path / "cache"  # empty: every process builds the corpus cache, the index and the result cache

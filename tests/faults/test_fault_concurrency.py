@@ -9,12 +9,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from cli_tools import QUERY
 from fault_tools import REPO, cli_env, shared_tmp
 
 from crase_core import trace as trace_io
 
 
+@pytest.mark.fault_kind("json-out-two-writers")
 def test_two_runs_writing_the_same_trace_file_leave_one_whole_trace(tiny_corpus_dir):
     folder = shared_tmp("two-json")
     out = folder / "run.json"

@@ -38,6 +38,7 @@ def _same_list(out: str, clean: str) -> None:
     ("citations.tsv", "{d} has no citations.tsv or citations.tsv.gz (a corpus folder holds papers.jsonl and "
                       "citations.tsv)"),
 ], ids=["no-papers-file", "no-citations-file"])
+@pytest.mark.fault_kind("corpus-missing-file")
 def test_missing_corpus_file_is_named(capsys, tmp_path, remove, message, clean_ranked, tiny_corpus_dir):
     d = write_corpus(tmp_path / "c")
     (d / remove).unlink()
@@ -46,16 +47,19 @@ def test_missing_corpus_file_is_named(capsys, tmp_path, remove, message, clean_r
     _same_list(_run(capsys, d).out, clean_ranked)
 
 
+@pytest.mark.fault_kind("corpus-missing-folder")
 def test_missing_corpus_folder_is_named(capsys, tmp_path):
     assert one_error(_run(capsys, tmp_path / "nowhere")) == f"corpus folder {tmp_path / 'nowhere'} does not exist"
 
 
+@pytest.mark.fault_kind("corpus-empty-papers")
 def test_empty_papers_file_is_refused(capsys, tmp_path):
     d = write_corpus(tmp_path / "c")
     (d / "papers.jsonl").write_text("\n\n", encoding="utf-8")
     assert one_error(_run(capsys, d)) == f"{d / 'papers.jsonl'} holds no papers"
 
 
+@pytest.mark.fault_kind("corpus-empty-citations")
 def test_empty_citations_file_runs_and_says_nothing_is_left(capsys, tmp_path):
     d = write_corpus(tmp_path / "c", citations=[])
     r = _run(capsys, d)
@@ -63,6 +67,7 @@ def test_empty_citations_file_runs_and_says_nothing_is_left(capsys, tmp_path):
     assert "|V| 4 / |E| 0 → kept 0 nodes / 0 edges → 0 results" in r.out and "No results." in r.out
 
 
+@pytest.mark.fault_kind("corpus-duplicate-ids")
 def test_duplicate_paper_ids_first_record_wins(capsys, tmp_path, clean_ranked):
     dup = [*TINY_PAPERS, ("9801001", 2024, "An impostor record", "glueball glueball")]
     d = write_corpus(tmp_path / "c", papers=dup)
@@ -75,6 +80,7 @@ def test_duplicate_paper_ids_first_record_wins(capsys, tmp_path, clean_ranked):
 @pytest.mark.parametrize("extra", [[("9801001", "7777777"), ("8888888", "9802001")], [("9802001", "9802001")],
                                    [("9801001", "9802001\textra")]],
                          ids=["citation-to-unknown-id", "self-citation", "three-columns"])
+@pytest.mark.fault_kind("corpus-bad-citations")
 def test_dangling_or_malformed_citations_are_dropped(capsys, tmp_path, clean_ranked, extra):
     d = write_corpus(tmp_path / "c", citations=[*TINY_CITATIONS, *extra])
     r = _run(capsys, d)
@@ -86,6 +92,7 @@ def test_dangling_or_malformed_citations_are_dropped(capsys, tmp_path, clean_ran
                                                 (0, None, "n.d."), ("99", None, "n.d."),
                                                 ("nineteen", "hep-th/9902001", "1999"), (None, "hep-th/9902001", "1999")],
                          ids=["text", "negative", "null", "zero", "two-digit", "text-with-arxiv", "null-with-arxiv"])
+@pytest.mark.fault_kind("corpus-unusable-year")
 def test_unusable_year_makes_an_undated_paper(capsys, tmp_path, year, arxiv, shown):
     """A year that is no plausible year is refused; the id alone does not date a paper (a seven-digit id is an
     arXiv number only when it agrees with the record's year), its arXiv identifier does."""
@@ -102,6 +109,7 @@ def test_unusable_year_makes_an_undated_paper(capsys, tmp_path, year, arxiv, sho
     assert f"Lattice simulation of gauge theory glueballs ({shown}) — 9902001" in r.out
 
 
+@pytest.mark.fault_kind("corpus-huge-abstract")
 def test_huge_abstract_is_indexed(capsys, tmp_path):
     big = "We measure the glueball spectrum. " * 30_000  # ~1 MB
     d = write_corpus(tmp_path / "c", papers=[*TINY_PAPERS, ("0003001", 2000, "Glueball masses at scale", big)],
@@ -112,6 +120,7 @@ def test_huge_abstract_is_indexed(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("transform", ["blank-lines", "crlf"])
+@pytest.mark.fault_kind("corpus-blank-lines-crlf")
 def test_blank_lines_and_crlf_give_the_same_answer(capsys, tmp_path, clean_ranked, transform):
     d = write_corpus(tmp_path / "c")
     for name in ("papers.jsonl", "citations.tsv"):
@@ -123,6 +132,7 @@ def test_blank_lines_and_crlf_give_the_same_answer(capsys, tmp_path, clean_ranke
     _same_list(r.out, clean_ranked)
 
 
+@pytest.mark.fault_kind("corpus-byte-order-mark")
 def test_byte_order_mark_is_accepted(capsys, tmp_path, clean_ranked):
     d = write_corpus(tmp_path / "c")
     for name in ("papers.jsonl", "citations.tsv"):
@@ -149,6 +159,7 @@ def test_record_without_id_is_dropped_and_reported(capsys, tmp_path, clean_ranke
     ('{"id": ', "not a paper record (Expecting value: line 2 column 1 (char 8))"),
     ('["a", "list"]', "not a paper record (expected a JSON object)"),
 ], ids=["invalid-json-line", "not-an-object"])
+@pytest.mark.fault_kind("corpus-bad-record")
 def test_bad_record_names_file_and_line(capsys, tmp_path, clean_ranked, line, why):
     d = write_corpus(tmp_path / "c")
     with open(d / "papers.jsonl", "a", encoding="utf-8") as f:

@@ -20,6 +20,7 @@ def _leftovers(root: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("damage", ["truncate", "remove"])
+@pytest.mark.fault_kind("index-spill-file-damaged")
 def test_spill_file_damaged_during_the_build(tmp_path, monkeypatch, caplog, damage):
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     corpus = write_corpus(tmp_path / f"tiny-{damage}")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import shutil
 
+import pytest
 from fault_tools import query, ranked, run_cli, shared_tmp
 from tiny_corpus import write_corpus
 
 from crase_core import trace as trace_io
 
 
+@pytest.mark.fault_kind("corpus-non-utf8")
 def test_non_utf8_line_names_file_line_and_byte(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     lines = (corpus / "papers.jsonl").read_bytes().splitlines(keepends=True)
@@ -27,6 +29,7 @@ def test_non_utf8_line_names_file_line_and_byte(tmp_path):
     assert ok.returncode == 0 and ranked(ok.stdout) == ranked(query(write_corpus(tmp_path / "ref"), tmp_path / "c2").stdout)
 
 
+@pytest.mark.fault_kind("corpus-lone-surrogate")
 def test_lone_surrogate_in_a_title_just_works(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     text = (corpus / "papers.jsonl").read_text()
@@ -40,6 +43,7 @@ def test_lone_surrogate_in_a_title_just_works(tmp_path):
     assert run_cli("show", str(out), cache_dir=tmp_path / "cache").returncode == 0
 
 
+@pytest.mark.fault_kind("corpus-truncated-gzip")
 def test_truncated_gzip_corpus_names_the_file(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     raw = (corpus / "papers.jsonl").read_bytes()
@@ -56,6 +60,7 @@ def test_truncated_gzip_corpus_names_the_file(tmp_path):
     assert ok.returncode == 0 and "Black hole entropy from D-branes" in ok.stdout
 
 
+@pytest.mark.fault_kind("corpus-unreadable-file")
 def test_unreadable_corpus_file_names_the_file(tmp_path):
     tmp = shared_tmp("unreadable")
     try:
@@ -82,6 +87,7 @@ CYRILLIC = [
 ]
 
 
+@pytest.mark.fault_kind("corpus-non-latin-script")
 def test_cyrillic_corpus_is_searchable(tmp_path):
     corpus = write_corpus(tmp_path / "ru", CYRILLIC, [("9901001", "9801001"), ("9901001", "9802001")])
     r = run_cli("query", "микросостояния чёрных дыр", "--corpus", str(corpus), "--quiet", cache_dir=tmp_path / "cache")

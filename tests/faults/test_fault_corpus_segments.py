@@ -1,5 +1,5 @@
 """Faults in an appended segment of the corpus store: a truncated segment file, a missing first store, a
-flipped byte, and an append that dies after the corpus files grew but before its segment was published."""
+flipped byte. (Appends that fail or die half-way: test_fault_corpus_append.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from fault_tools import query, ranked, run_cli
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core import corpus_folder, corpus_store, segments
-from crase_core.sources.local import open_corpus
+from crase_core import corpus_store
 
 
 def _grown(tmp_path: Path) -> tuple[Path, Path, str]:
@@ -33,6 +32,7 @@ def _segment(cache: Path) -> Path:
     return segs[0]
 
 
+@pytest.mark.fault_kind("segment-truncated-file")
 def test_truncated_segment_file_is_detected_and_rebuilt(tmp_path):
     corpus, cache, clean = _grown(tmp_path)
     full = query(write_corpus(tmp_path / "whole"), tmp_path / "other-cache")  # the same papers, built in one go
@@ -47,6 +47,7 @@ def test_truncated_segment_file_is_detected_and_rebuilt(tmp_path):
     assert again.returncode == 0 and "damaged" not in again.stderr and ranked(again.stdout) == ranked(clean)
 
 
+@pytest.mark.fault_kind("segment-missing-first-store")
 def test_missing_first_store_is_rebuilt(tmp_path):
     corpus, cache, clean = _grown(tmp_path)
     first = next(p for p in (cache / "corpus").iterdir() if p.name.endswith(f"-v{corpus_store.VERSION}"))
@@ -57,6 +58,7 @@ def test_missing_first_store_is_rebuilt(tmp_path):
     assert ranked(r.stdout) == ranked(clean)
 
 
+@pytest.mark.fault_kind("segment-flipped-byte")
 def test_flipped_byte_in_a_segment_is_caught_by_check(tmp_path):
     corpus, cache, _ = _grown(tmp_path)
     ok = run_cli("corpus", "check", str(corpus), cache_dir=cache)
@@ -69,22 +71,3 @@ def test_flipped_byte_in_a_segment_is_caught_by_check(tmp_path):
     assert bad.returncode == 2
     assert f"is damaged: {title.parent.name}/title.bin: CRC-32 mismatch; delete it" in bad.stderr
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
-
-
-def test_append_that_dies_before_its_segment_is_published(tmp_path, monkeypatch):
-    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
-    corpus = write_corpus(tmp_path / "tiny", TINY_PAPERS[:4], TINY_CITATIONS[:3])
-    batch = write_corpus(tmp_path / "batch", TINY_PAPERS[4:], TINY_CITATIONS[3:])
-    open_corpus(corpus)
-
-    def die(*_a, **_k):
-        raise KeyboardInterrupt  # killed after the corpus files grew
-
-    monkeypatch.setattr(segments, "write_segment", die)
-    with pytest.raises(KeyboardInterrupt):
-        corpus_folder.add_papers(corpus, batch)
-    monkeypatch.undo()
-    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
-    grown = open_corpus(corpus)  # no segment for the grown files: a store is built from them
-    assert len(grown) == 6 and not grown.segments and grown.n_citations == 7
-    assert [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith(".tmp")] == []

@@ -39,6 +39,7 @@ def _engine(tiny_source, cache, deadline_s=None, scorer=None, extractor=None) ->
     return Engine(tiny_source, backend, ResultCache(cache), deadline_s=deadline_s)
 
 
+@pytest.mark.fault_kind("deadline-nested")
 def test_deadline_clock_and_cap():
     now = [100.0]
     d = Deadline(10.0, clock=lambda: now[0])
@@ -58,6 +59,7 @@ def test_deadline_clock_and_cap():
             Deadline(bad)
 
 
+@pytest.mark.fault_kind("deadline-nested")
 def test_an_earlier_outer_deadline_wins_and_none_adds_nothing():
     assert deadline.current() is None and deadline.remaining() is None and deadline.call_budget(5.0) == 5.0
     with deadline.running(2.0) as outer:
@@ -73,6 +75,7 @@ def test_an_earlier_outer_deadline_wins_and_none_adds_nothing():
 
 
 @pytest.mark.parametrize("slow, stage", [("extractor", "claims"), ("scorer", "entailment")])
+@pytest.mark.fault_kind("deadline-during-a-batch")
 def test_run_past_its_deadline_stops_between_batches_and_resumes(tiny_source, tmp_path, slow, stage):
     parts = {slow: SlowScorer() if slow == "scorer" else SlowExtractor()}
     unbounded = run_query("black hole entropy", _engine(tiny_source, tmp_path / "ref"), SETTINGS)
@@ -91,6 +94,7 @@ def test_run_past_its_deadline_stops_between_batches_and_resumes(tiny_source, tm
     assert again.counters.model_calls < unbounded.counters.model_calls
 
 
+@pytest.mark.fault_kind("deadline-over-at-start")
 def test_deadline_is_checked_before_the_first_stage(tiny_source, tmp_path):
     engine = _engine(tiny_source, tmp_path / "rc", deadline_s=1e-9)
     with pytest.raises(DeadlineExceeded, match="in stage 'plan'"):

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_tools import crase, one_error
 
+from crase_core import machine
+
 LINES = [
     {"qid": "q1", "query": "black hole entropy", "relevant": ["9801001"], "paper_id": "0001001"},
     {"qid": "q2", "query": "glueball lattice", "relevant": ["9902001"]},
@@ -36,6 +38,7 @@ def _rows(out: Path) -> list[dict]:
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every model call fails fast
 
 
+@pytest.mark.fault_kind("eval-resume-other-model")
 def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path, tiny_corpus_dir):
     bench, out = _bench(tmp_path), tmp_path / "out"
     a = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-A",
@@ -57,6 +60,7 @@ def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path,
     assert fresh.code == 3 and json.loads((out / "config.json").read_text())["llm"]["model"] == "model-B"
 
 
+@pytest.mark.fault_kind("eval-resume-other-endpoint")
 def test_resume_with_another_endpoint_names_it_without_credentials(capsys, tmp_path, tiny_corpus_dir):
     bench, out = _bench(tmp_path), tmp_path / "out"
     base = ["--backend", "openai", "--model", "m", "--max-retries", "0"]
@@ -67,6 +71,7 @@ def test_resume_with_another_endpoint_names_it_without_credentials(capsys, tmp_p
     assert 'llm.endpoint: "http://127.0.0.1:9/v1" → "http://127.0.0.1:7/v1"' in msg and "pw-SECRET" not in msg
 
 
+@pytest.mark.fault_kind("eval-resume-other-setting")
 def test_resume_with_another_setting_names_it(capsys, tmp_path, tiny_corpus_dir):
     bench, out = _bench(tmp_path), tmp_path / "out"
     first = _eval(capsys, bench, out, tiny_corpus_dir)
@@ -78,6 +83,7 @@ def test_resume_with_another_setting_names_it(capsys, tmp_path, tiny_corpus_dir)
     assert again.code == 0 and again.out == first.out and len(_rows(out)) == 2
 
 
+@pytest.mark.fault_kind("eval-resume-changed-corpus")
 def test_resume_on_a_changed_corpus_names_the_corpus(capsys, tmp_path, tiny_corpus_dir):
     from tiny_corpus import TINY_PAPERS, write_corpus
 
@@ -97,6 +103,7 @@ def test_resume_on_a_changed_corpus_names_the_corpus(capsys, tmp_path, tiny_corp
      "it was pinned by an older Crase that did not record everything that changes results"),
     ("\x00garbage", "config.json is unreadable"),
 ], ids=["older-pin", "unreadable-pin"])
+@pytest.mark.fault_kind("eval-old-or-damaged-pin")
 def test_folder_with_an_old_or_damaged_pin(capsys, tmp_path, tiny_corpus_dir, content, what):
     bench, out = _bench(tmp_path), tmp_path / "out"
     out.mkdir()
@@ -115,6 +122,7 @@ def test_folder_with_an_old_or_damaged_pin(capsys, tmp_path, tiny_corpus_dir, co
     (b'{"qid": "q3", "query": "black \xff hole", "relevant": ["9801001"]}',
      "bench.jsonl line 2: not UTF-8 text (byte 0xff at column 31); fix the line, then rerun with --fresh"),
 ], ids=["lone-surrogate", "not-utf8"])
+@pytest.mark.fault_kind("eval-bench-bad-text")
 def test_bad_text_in_a_benchmark_line_is_an_error_row(capsys, tmp_path, tiny_corpus_dir, line, error):
     bench, out = tmp_path / "bench.jsonl", tmp_path / "out"
     raw = line if isinstance(line, bytes) else line.encode()
@@ -136,17 +144,20 @@ def test_bad_text_in_a_benchmark_line_is_an_error_row(capsys, tmp_path, tiny_cor
                                                      "paper ids"),
     (["[" * 100_000 + "]" * 100_000], "bench.jsonl line 1: JSON nested too deeply"),
 ], ids=["invalid-json", "duplicate-qid", "no-relevant", "deeply-nested"])
+@pytest.mark.fault_kind("eval-bench-unusable-line")
 def test_unusable_benchmark_line_stops_before_anything_is_written(capsys, tmp_path, tiny_corpus_dir, lines, message):
     out = tmp_path / "out"
     assert one_error(_eval(capsys, _bench(tmp_path, lines), out, tiny_corpus_dir)) == message
     assert not out.exists()
 
 
+@pytest.mark.fault_kind("eval-bench-missing")
 def test_missing_benchmark_file(capsys, tmp_path, tiny_corpus_dir):
     assert one_error(_eval(capsys, tmp_path / "nope.jsonl", tmp_path / "out", tiny_corpus_dir)) == \
         f"benchmark file not found: {tmp_path / 'nope.jsonl'}"
 
 
+@pytest.mark.fault_kind("eval-out-is-a-file")
 def test_out_folder_that_is_a_file(capsys, tmp_path, tiny_corpus_dir):
     out = tmp_path / "out"
     out.write_text("keep me")
@@ -155,14 +166,21 @@ def test_out_folder_that_is_a_file(capsys, tmp_path, tiny_corpus_dir):
     assert out.read_text() == "keep me"
 
 
+_TOP = machine.max_workers()
+_CORES = f"{machine.usable_cores()} core{'s' * (machine.usable_cores() != 1)} × {machine.WORKERS_PER_CORE}"
+
+
 @pytest.mark.parametrize("args, message", [
-    (["--workers", "0"], "--workers must be ≥ 1 (got 0)"),
+    (["--workers", "0"], f"--workers must be in [1, {_TOP}] on this machine ({_CORES}) (got 0)"),
+    (["--workers", "100000"], f"--workers must be in [1, {_TOP}] on this machine ({_CORES}) (got 100000)"),
     (["--limit", "0"], "--limit must be ≥ 1 (got 0)"),
 ])
+@pytest.mark.fault_kind("eval-counts-out-of-range")
 def test_eval_counts_out_of_range(capsys, tmp_path, tiny_corpus_dir, args, message):
     assert one_error(_eval(capsys, _bench(tmp_path), tmp_path / "out", tiny_corpus_dir, *args)) == message
 
 
+@pytest.mark.fault_kind("eval-two-on-one-folder")
 def test_second_eval_on_the_same_folder_is_refused(capsys, tmp_path, tiny_corpus_dir):
     """While one eval writes DIR (it holds DIR/.lock), another is refused at once; afterwards it resumes."""
     bench, out = _bench(tmp_path), tmp_path / "out"

@@ -46,6 +46,7 @@ def _offline_ranking(tiny_source) -> list[str]:
     return [r.paper_id for r in run_query(QUERY, engine, SETTINGS, now=NOW).results]
 
 
+@pytest.mark.fault_kind("llm-every-answer-unusable")
 def test_every_answer_unusable_gives_offline_results_a_warning_and_a_failed_run(server, tiny_source, tmp_path):
     t = run_query(QUERY, _engine(server, tiny_source, ResultCache(tmp_path / "rc")), SETTINGS, now=NOW)
     # the run finishes with the offline decisions, not "No results"
@@ -59,6 +60,7 @@ def test_every_answer_unusable_gives_offline_results_a_warning_and_a_failed_run(
     assert t.plan.error and t.plan.error.startswith("model output:") and t.plan.subqueries  # offline plan
 
 
+@pytest.mark.fault_kind("llm-rerun-after-fix")
 def test_cached_failures_are_reused_then_retried_on_request_or_after_expiry(server, tiny_source, tmp_path):
     cache = ResultCache(tmp_path / "rc")
     first = run_query(QUERY, _engine(server, tiny_source, cache), SETTINGS, now=NOW)
@@ -83,6 +85,7 @@ def test_cached_failures_are_reused_then_retried_on_request_or_after_expiry(serv
     assert server.requests == n and final.counters.model_calls == 0
 
 
+@pytest.mark.fault_kind("llm-cached-failure-expired")
 def test_cached_failures_expire(server, tiny_source, tmp_path):
     from crase_core.component_cache import ComponentCache
 
@@ -99,6 +102,7 @@ def test_cached_failures_expire(server, tiny_source, tmp_path):
     assert server.requests == 2  # expired: asked again
 
 
+@pytest.mark.fault_kind("llm-500-mid-run")
 def test_server_dies_mid_run_the_budget_holds_and_the_rerun_retries_only_what_failed(tiny_source, tmp_path):
     server = ModelServer("good")
     try:

@@ -58,6 +58,7 @@ def rerun_is_right(server: FakeOpenAI) -> None:
     assert len(server.chat_requests()) == before + 1
 
 
+@pytest.mark.fault_support
 def test_clean_answer_is_the_hand_checked_matrix(llm):
     em, _ = score(llm)
     assert em.error is None and em.matrix == EXPECTED and em.usage.calls == 1
@@ -67,6 +68,7 @@ def test_clean_answer_is_the_hand_checked_matrix(llm):
 # --- hangs: the timeout is a total deadline per request ------------------------------------------------
 
 
+@pytest.mark.fault_kind("llm-trickle")
 def test_trickling_endpoint_fails_at_the_timeout_not_after_the_body(llm):
     llm.add("trickle", count=-1, delay=0.2)  # one byte every 0.2 s: a ~300-byte answer would take a minute
     em, elapsed = score(llm, timeout=1.0, max_retries=1)
@@ -77,6 +79,7 @@ def test_trickling_endpoint_fails_at_the_timeout_not_after_the_body(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-slow-first-byte")
 def test_slow_first_byte_is_a_timeout(llm):
     llm.add("slow_first_byte", count=-1, delay=3.0)
     em, elapsed = score(llm, timeout=0.5, max_retries=0)
@@ -86,6 +89,7 @@ def test_slow_first_byte_is_a_timeout(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-deadline-mid-batch")
 def test_run_deadline_caps_a_batch_and_leaves_the_rest_unasked(llm):
     llm.latency = 0.3
     s = scorer(llm, concurrency=2, timeout=30.0)
@@ -111,6 +115,7 @@ def test_run_deadline_caps_a_batch_and_leaves_the_rest_unasked(llm):
 # --- answers that are not chat completions ----------------------------------------------------------------
 
 
+@pytest.mark.fault_kind("llm-html-200")
 def test_html_page_with_http_200_is_a_clear_failure(llm):
     llm.add("html", count=-1)
     em, _ = score(llm, max_retries=1)
@@ -128,6 +133,7 @@ def test_html_page_with_http_200_is_a_clear_failure(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-body-not-json")
 def test_body_that_is_not_json(llm):
     llm.add("bad_json_body", count=-1)
     em, _ = score(llm, max_retries=1)
@@ -137,6 +143,7 @@ def test_body_that_is_not_json(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-json-not-a-completion")
 def test_json_that_is_not_a_chat_completion(llm):
     llm.add("wrong_shape_body", count=-1)
     em, _ = score(llm, max_retries=2)
@@ -146,6 +153,7 @@ def test_json_that_is_not_a_chat_completion(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-empty-choices")
 def test_empty_choices(llm):
     llm.add("empty_choices", count=-1)
     em, _ = score(llm, max_retries=1)
@@ -155,6 +163,7 @@ def test_empty_choices(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-unusable-model-output")
 def test_one_bad_answer_is_absorbed_by_a_retry(llm):
     llm.add("html", count=1)
     em, _ = score(llm, max_retries=1)
@@ -169,6 +178,7 @@ def test_one_bad_answer_is_absorbed_by_a_retry(llm):
     ("content_wrong", "row 1: expected 2 scores (one per B claim), got 1"),
     ("content_nan", "row 1: score nan is outside [0, 1]"),
 ])
+@pytest.mark.fault_kind("llm-unusable-model-output")
 def test_unusable_model_output_is_retried_then_recorded(llm, kind, problem):
     llm.add(kind, count=-1)
     em, _ = score(llm, max_retries=1)
@@ -181,6 +191,7 @@ def test_unusable_model_output_is_retried_then_recorded(llm, kind, problem):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-nan-usage")
 def test_nan_token_counts_are_ignored(llm):
     llm.add("usage_nan", count=1)
     em, _ = score(llm)
@@ -191,6 +202,7 @@ def test_nan_token_counts_are_ignored(llm):
 # --- busy, failing and vanishing servers ------------------------------------------------------------------
 
 
+@pytest.mark.fault_kind("llm-429-retry-after")
 def test_429_with_retry_after_seconds_is_honoured(llm):
     llm.add("429", count=1, retry_after="1")
     s = scorer(llm)
@@ -202,6 +214,7 @@ def test_429_with_retry_after_seconds_is_honoured(llm):
     assert (st.overloaded, st.cuts, st.lowest) == (1, 1, 2.0)  # concurrency 4 halved once
 
 
+@pytest.mark.fault_kind("llm-429-retry-after")
 def test_429_with_retry_after_http_date_is_honoured(llm):
     llm.add("429", count=1, retry_after=http_date(2))
     em, _ = score(llm)
@@ -210,6 +223,7 @@ def test_429_with_retry_after_http_date_is_honoured(llm):
     assert 0.9 <= second.started - first.started <= 3.0  # HTTP dates have whole seconds
 
 
+@pytest.mark.fault_kind("llm-429-always")
 def test_endless_429_fails_after_the_overload_retries(llm):
     llm.add("429", count=-1, retry_after="0")
     em, elapsed = score(llm, overload_retries=3, max_retries=0)
@@ -219,6 +233,7 @@ def test_endless_429_fails_after_the_overload_retries(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-503-retry-after-too-long")
 def test_retry_after_beyond_the_limit_fails_at_once(llm):
     llm.add("503", count=1, retry_after="3600")
     t = time.monotonic()
@@ -230,6 +245,7 @@ def test_retry_after_beyond_the_limit_fails_at_once(llm):
     rerun_is_right(llm)
 
 
+@pytest.mark.fault_kind("llm-500")
 def test_500_is_retried_then_recorded(llm):
     llm.add("500", count=-1)
     em, _ = score(llm, max_retries=1)
@@ -242,6 +258,7 @@ def test_500_is_retried_then_recorded(llm):
     ("drop", "the server closed the connection without answering"),
     ("drop_mid_body", "the server closed the connection before the answer was complete"),
 ])
+@pytest.mark.fault_kind("llm-connection-dropped")
 def test_dropped_connection_is_a_recorded_transient_failure_not_unreachable(llm, kind, detail):
     llm.add(kind, count=-1)
     em, elapsed = score(llm, max_retries=1)
@@ -257,6 +274,7 @@ def test_dropped_connection_is_a_recorded_transient_failure_not_unreachable(llm,
 # --- throughput machinery -------------------------------------------------------------------------------
 
 
+@pytest.mark.fault_kind("llm-few-slots")
 def test_adaptive_concurrency_fits_a_server_with_few_slots(llm):
     llm.capacity = 3  # a 4th request at once gets 429
     llm.capacity_retry_after = "0"
@@ -271,6 +289,7 @@ def test_adaptive_concurrency_fits_a_server_with_few_slots(llm):
     assert rejected < 120  # a fixed 24 in flight against 3 slots would be refused about 7 times in 8
 
 
+@pytest.mark.fault_support
 def test_connections_are_reused_and_workers_bounded(llm):
     s = scorer(llm, concurrency=4)
     results = s.score_many([(CITING, CITED)] * 200)
@@ -278,6 +297,7 @@ def test_connections_are_reused_and_workers_bounded(llm):
     assert s.endpoint.connections_opened <= 4 and llm.max_in_flight <= 4
 
 
+@pytest.mark.fault_kind("llm-few-slots")
 def test_aimd_limit_halves_once_per_round_trip_and_grows_back():
     import asyncio
 
@@ -303,6 +323,7 @@ def test_aimd_limit_halves_once_per_round_trip_and_grows_back():
     assert asyncio.run(scenario()).stats.cuts == 5
 
 
+@pytest.mark.fault_kind("llm-429-retry-after")
 def test_retry_after_forms():
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
@@ -310,6 +331,7 @@ def test_retry_after_forms():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0
 
 
+@pytest.mark.fault_kind("llm-budget-runs-out-mid-batch")
 def test_call_budget_is_never_exceeded_retries_included(llm):
     llm.add("500", count=2)  # item 1 needs two retries
     s = scorer(llm, concurrency=1, max_retries=2)
@@ -327,6 +349,7 @@ def test_call_budget_is_never_exceeded_retries_included(llm):
 # --- the CLI, end to end ------------------------------------------------------------------------------------
 
 
+@pytest.mark.fault_kind("llm-trickle")
 def test_cli_trickling_endpoint_honours_timeout_then_rerun_works(llm, tmp_path):
     """Issue 10: a 1 byte/s endpoint with ``--timeout 3`` used to hang; now the run stops at the timeout."""
     corpus = write_corpus(tmp_path / "tiny")
@@ -347,6 +370,7 @@ def test_cli_trickling_endpoint_honours_timeout_then_rerun_works(llm, tmp_path):
     assert "Plan:  ρ1 “black hole entropy microstates” | ρ2 “black hole entropy”" in head
 
 
+@pytest.mark.fault_kind("llm-html-200")
 def test_cli_html_endpoint_is_one_clear_line(llm, tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
     llm.add("html", count=-1)

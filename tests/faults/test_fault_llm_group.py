@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "llm"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
@@ -45,6 +47,7 @@ def calls_for(edges) -> int:  # type: ignore[no-untyped-def]
     return sum(-(-sum(1 for e in edges if e.citing == u) // 8) for u in {e.citing for e in edges})
 
 
+@pytest.mark.fault_kind("llm-group-timeout-breaker")
 def test_a_slow_endpoint_times_out_the_groups_the_run_finishes_and_the_rerun_asks_only_them(llm, tiny_source, tmp_path):
     cache = ResultCache(tmp_path / "rc")
     llm.add("slow_first_byte", count=-1, delay=2.0, match=GROUPED)
@@ -69,6 +72,7 @@ def test_a_slow_endpoint_times_out_the_groups_the_run_finishes_and_the_rerun_ask
                {(f.citing, f.cited) for f in timed_out})
 
 
+@pytest.mark.fault_kind("llm-group-malformed-block")
 def test_garbage_blocks_fail_only_their_edges_and_only_they_are_retried(llm, tiny_source, tmp_path):
     cache = ResultCache(tmp_path / "rc")
     llm.add("group_block_wrong", count=-1, match=GROUPED)  # every grouped answer: the last block is 1 × 1
@@ -91,6 +95,7 @@ def test_garbage_blocks_fail_only_their_edges_and_only_they_are_retried(llm, tin
     assert all(e.scorer == "model" for e in fixed.edges if (e.citing, e.cited) in {(b.citing, b.cited) for b in bad})
 
 
+@pytest.mark.fault_kind("llm-group-429")
 def test_429_on_grouped_calls_is_waited_out_inside_the_budget(llm, tiny_source, tmp_path):
     llm.add("429", count=2, retry_after="1", match=GROUPED)
     t0 = time.monotonic()
@@ -102,6 +107,7 @@ def test_429_on_grouped_calls_is_waited_out_inside_the_budget(llm, tiny_source, 
     assert not any("unusable" in e.scorer_reason or "failed" in e.scorer_reason for e in t.edges)
 
 
+@pytest.mark.fault_kind("llm-endpoint-dies-mid-run")
 def test_an_endpoint_that_dies_mid_run_leaves_a_finished_run_and_the_rerun_asks_only_what_is_missing(
         tiny_source, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "rc")

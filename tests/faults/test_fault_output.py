@@ -12,6 +12,7 @@ import threading
 import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from fault_tools import query, run_cli
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
@@ -31,6 +32,7 @@ def _with_title(title: str, at: int = 0):
     return papers
 
 
+@pytest.mark.fault_kind("terminal-escape-sequences")
 def test_escape_sequences_in_titles_and_queries_never_reach_the_terminal(tmp_path):
     corpus = write_corpus(tmp_path / "tiny", _with_title(f"Black hole {ESCAPES}entropy from D-branes"), TINY_CITATIONS)
     out = tmp_path / "run.json"
@@ -70,6 +72,7 @@ class _Refuser(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.fault_kind("logs-credentials")
 def test_debug_logs_never_show_credentials(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Refuser)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -88,6 +91,7 @@ def test_debug_logs_never_show_credentials(tmp_path):
     assert r.returncode == 2, text[-2000:]
 
 
+@pytest.mark.fault_kind("csv-formula")
 def test_csv_exports_guard_every_text_column(tmp_path):
     store = AuditStore(tmp_path / "audit.sqlite")
     store.record("=run", "+citing", "-cited", "=1+2", "agree", True, note="@SUM(A1)")
@@ -103,6 +107,7 @@ def test_csv_exports_guard_every_text_column(tmp_path):
             assert cell[:1] not in ("=", "+", "-", "@"), row
 
 
+@pytest.mark.fault_kind("graphml-control-characters")
 def test_graphml_with_control_characters_is_valid_xml(tmp_path):
     corpus = write_corpus(tmp_path / "tiny", _with_title("Black hole\x01 entropy\x0b from D-branes"), TINY_CITATIONS)
     out = tmp_path / "run.json"
@@ -118,6 +123,7 @@ def test_graphml_with_control_characters_is_valid_xml(tmp_path):
     assert f'<data key="{keys["title"]}">Black hole entropy from D-branes</data>' in to_graphml(trace_io.load(clean))
 
 
+@pytest.mark.fault_kind("audit-store-random-bytes")
 def test_random_bytes_audit_store_is_set_aside_not_lost(tmp_path):
     path = tmp_path / "audit.sqlite"
     junk = os.urandom(4096)
@@ -132,6 +138,7 @@ def test_random_bytes_audit_store_is_set_aside_not_lost(tmp_path):
         assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 1
 
 
+@pytest.mark.fault_kind("logs-credentials")
 def test_secret_filter_masks_in_process_log_records(caplog):
     """The filter the CLI installs, used in-process (as the app can): arguments and tracebacks are masked too."""
     import logging

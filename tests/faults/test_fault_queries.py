@@ -39,6 +39,7 @@ def _baseline(capsys, corpus: Path) -> str:
     ("a" * 2001, "the query is 2,001 characters long; the limit is 2,000. Shorten it to the question itself "
                  "(a title and a sentence or two work best)."),
 ], ids=["empty", "whitespace-only", "2001-chars"])
+@pytest.mark.fault_kind("query-empty", "query-too-long")
 def test_unusable_query_is_refused_before_anything_runs(capsys, tmp_path, tiny_corpus_dir, query, message):
     out = tmp_path / "run.json"
     assert one_error(_query(capsys, tiny_corpus_dir, query, "--json", str(out))) == message
@@ -47,6 +48,7 @@ def test_unusable_query_is_refused_before_anything_runs(capsys, tmp_path, tiny_c
     assert fixed.code == 0 and trace_io.load(out).query == QUERY
 
 
+@pytest.mark.fault_kind("query-too-long")
 def test_query_of_exactly_the_limit_runs(capsys, tiny_corpus_dir):
     q = ("black hole entropy " * 200)[:2000]
     r = _query(capsys, tiny_corpus_dir, q)
@@ -54,6 +56,7 @@ def test_query_of_exactly_the_limit_runs(capsys, tiny_corpus_dir):
     assert r.out.startswith("Query: black hole entropy") and "\n  1. [" in r.out
 
 
+@pytest.mark.fault_kind("query-control-characters")
 def test_nul_and_control_characters_are_removed_from_the_query(capsys, tmp_path, tiny_corpus_dir):
     """NUL, C0 controls and escape sequences never become search words (or reach the terminal)."""
     expected = _baseline(capsys, tiny_corpus_dir)
@@ -64,6 +67,7 @@ def test_nul_and_control_characters_are_removed_from_the_query(capsys, tmp_path,
     assert trace_io.load(out).query == QUERY  # the trace records the query that ran
 
 
+@pytest.mark.fault_kind("query-not-utf8")
 def test_query_that_is_not_utf8_names_the_byte(tiny_corpus_dir):
     """``crase query $'black \\xff hole'``: one line naming the byte (argv bytes need a real process)."""
     cache = shared_tmp("nonutf8")
@@ -81,6 +85,7 @@ def test_query_that_is_not_utf8_names_the_byte(tiny_corpus_dir):
 
 @pytest.mark.parametrize("query", ["the of and", "ثقب أسود ومصفوفة", "חור שחור"],
                          ids=["only-stop-words", "arabic-rtl", "hebrew-rtl"])
+@pytest.mark.fault_kind("query-matches-nothing")
 def test_query_that_matches_nothing_says_so_and_exits_0(capsys, tiny_corpus_dir, query):
     r = _query(capsys, tiny_corpus_dir, query)
     assert r.code == 0, r.err
@@ -89,6 +94,7 @@ def test_query_that_matches_nothing_says_so_and_exits_0(capsys, tiny_corpus_dir,
     assert "No results." in r.out
 
 
+@pytest.mark.fault_kind("query-emoji")
 def test_emoji_in_a_query_are_ignored_by_search(capsys, tiny_corpus_dir):
     r = _query(capsys, tiny_corpus_dir, "🕳️ black hole entropy microstates 🌌")
     assert r.code == 0, r.err
@@ -105,6 +111,7 @@ def test_emoji_in_a_query_are_ignored_by_search(capsys, tiny_corpus_dir):
     (["--search-limit", "1001"], "--search-limit must be in [1, 1000] (got 1001)"),
     (["--age-reference-year", "999"], "--age-reference-year must be in [1000, 3000] (got 999)"),
 ], ids=["k=0", "m=0", "L=21", "search-limit=1001", "age-year=999"])
+@pytest.mark.fault_kind("option-int-out-of-range")
 def test_whole_number_out_of_range(capsys, tmp_path, tiny_corpus_dir, args, message):
     out = tmp_path / "run.json"
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, *args, "--json", str(out))) == message
@@ -117,6 +124,7 @@ def test_whole_number_out_of_range(capsys, tmp_path, tiny_corpus_dir, args, mess
     (["--beta", "1e308"], "--beta must be in [0, 10] (got 1e+308)"),
     (["--query-power", "1e308"], "--query-power must be in (0, 16] (got 1e+308)"),
 ], ids=["theta=-0.1", "theta=1.1", "beta=1e308", "query-power=1e308"])
+@pytest.mark.fault_kind("option-float-out-of-range")
 def test_number_out_of_range(capsys, tiny_corpus_dir, args, message):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, *args)) == message
 
@@ -127,10 +135,12 @@ def test_number_out_of_range(capsys, tiny_corpus_dir, args, message):
     (["--alpha", "1"], "--alpha must be in (0, 1) (got 1)"),
     (["--tol", "0"], "--tol must be in (0, 1] (got 0)"),
 ], ids=["tau=1", "alpha=0", "alpha=1", "tol=0"])
+@pytest.mark.fault_kind("option-open-bound")
 def test_open_bound_itself_is_refused(capsys, tiny_corpus_dir, args, message):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, *args)) == message
 
 
+@pytest.mark.fault_kind("option-not-a-choice")
 def test_value_not_among_the_choices(capsys, tiny_corpus_dir):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, "--hops", "3")) == \
         "--hops must be one of 1, 1.5, 2 (got 3)"
@@ -139,6 +149,7 @@ def test_value_not_among_the_choices(capsys, tiny_corpus_dir):
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "NaN", "Infinity"])
+@pytest.mark.fault_kind("option-non-finite")
 def test_non_finite_numbers_are_refused_everywhere(capsys, tiny_corpus_dir, value):
     for flag in ("--beta", "--query-power", "--theta", "--deadline"):
         got = one_error(_query(capsys, tiny_corpus_dir, QUERY, f"{flag}={value}"))
@@ -151,15 +162,18 @@ def test_non_finite_numbers_are_refused_everywhere(capsys, tiny_corpus_dir, valu
     (["--k="], "--k must be a whole number (got '')"),
     (["--theta", "high"], "--theta must be a number (got 'high')"),
 ], ids=["text-for-int", "fraction-for-int", "empty", "text-for-float"])
+@pytest.mark.fault_kind("option-text-for-number")
 def test_text_where_a_number_belongs(capsys, tiny_corpus_dir, args, message):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, *args)) == message
 
 
+@pytest.mark.fault_kind("option-does-not-apply")
 def test_option_that_does_not_apply_to_the_ranker(capsys, tiny_corpus_dir):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, "--ranker", "cep", "--alpha", "0.3")) == \
         "--alpha does not apply to ranker cep; it is used with ranker ppr, salsa"
 
 
+@pytest.mark.fault_kind("option-huge-k")
 def test_huge_k_returns_every_ranked_paper(capsys, tiny_corpus_dir):
     r = _query(capsys, tiny_corpus_dir, QUERY, "--k", "99999999999999999999999")
     assert r.code == 0, r.err
@@ -171,6 +185,7 @@ def test_huge_k_returns_every_ranked_paper(capsys, tiny_corpus_dir):
     ("-1", "--deadline must be in (0, 604800] (got -1)"),
     ("1e9", "--deadline must be in (0, 604800] (got 1e+09)"),
 ])
+@pytest.mark.fault_kind("option-deadline-not-positive")
 def test_deadline_must_be_a_positive_time(capsys, tiny_corpus_dir, value, message):
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, f"--deadline={value}")) == message
 
@@ -184,6 +199,7 @@ def test_deadline_must_be_a_positive_time(capsys, tiny_corpus_dir, value, messag
     ("latin1.toml", b"# caf\xe9\n[pipeline]\nk = 3\n", "is not UTF-8 text (byte 0xe9 on line 1); save it as UTF-8"),
     ("list.json", b"[1, 2]", "must hold a table of sections"),
 ], ids=["invalid-toml", "invalid-json", "not-utf8", "not-a-table"])
+@pytest.mark.fault_kind("settings-unparseable")
 def test_settings_file_that_cannot_be_parsed(capsys, tmp_path, tiny_corpus_dir, name, content, message):
     f = tmp_path / name
     f.write_bytes(content)
@@ -199,6 +215,7 @@ def test_settings_file_that_cannot_be_parsed(capsys, tmp_path, tiny_corpus_dir, 
     ("[pipeline]\nkk = 3\n", ": unknown [pipeline] setting(s) kk; valid: k, m, L,"),
     ("[runtime]\napi_key = 'x'\n", ": unknown [runtime] setting(s) api_key; valid: source,"),
 ], ids=["unknown-section", "unknown-knob", "secret-is-not-a-setting"])
+@pytest.mark.fault_kind("settings-unknown-knob")
 def test_settings_file_naming_an_unknown_knob(capsys, tmp_path, tiny_corpus_dir, content, message):
     f = tmp_path / "s.toml"
     f.write_text(content, encoding="utf-8")
@@ -213,12 +230,14 @@ def test_settings_file_naming_an_unknown_knob(capsys, tmp_path, tiny_corpus_dir,
     ("[pipeline]\nhops = 3.0\n", "the settings file {f}: pipeline.hops must be one of 1, 1.5, 2 (got 3)"),
     ("[runtime]\ndeadline_s = -5\n", "the settings file {f}: runtime.deadline_s must be in (0, 604800] (got -5)"),
 ], ids=["wrong-type", "out-of-range", "non-finite", "not-a-choice", "bad-deadline"])
+@pytest.mark.fault_kind("settings-value-out-of-range")
 def test_settings_file_value_out_of_range_names_section_and_key(capsys, tmp_path, tiny_corpus_dir, content, message):
     f = tmp_path / "s.toml"
     f.write_text(content, encoding="utf-8")
     assert one_error(_query(capsys, tiny_corpus_dir, QUERY, "--config", str(f))) == message.format(f=f)
 
 
+@pytest.mark.fault_kind("settings-not-a-regular-file")
 def test_settings_file_that_is_not_a_regular_file(capsys, tmp_path, tiny_corpus_dir):
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)  # opening a FIFO for reading would block forever
@@ -228,6 +247,7 @@ def test_settings_file_that_is_not_a_regular_file(capsys, tmp_path, tiny_corpus_
             f"cannot read the settings file {path}: {why}"
 
 
+@pytest.mark.fault_kind("settings-over-cap")
 def test_settings_file_larger_than_the_cap(capsys, tmp_path, tiny_corpus_dir):
     f = tmp_path / "huge.toml"
     f.write_text("# " + "x" * (1 << 20) + "\n[pipeline]\nk = 3\n", encoding="utf-8")
@@ -237,6 +257,7 @@ def test_settings_file_larger_than_the_cap(capsys, tmp_path, tiny_corpus_dir):
 
 # ---- output ---------------------------------------------------------------------------------------------
 
+@pytest.mark.fault_kind("stdout-reader-goes-away")
 def test_reader_that_goes_away_ends_the_command_quietly(tiny_corpus_dir):
     """``crase query … | head -1``: status 141 (SIGPIPE), nothing on stderr, the --json trace kept."""
     cache = shared_tmp("pipe")
@@ -259,6 +280,7 @@ def test_reader_that_goes_away_ends_the_command_quietly(tiny_corpus_dir):
     assert shell.returncode in (0, 141)  # 0 when all output fitted in the pipe before head exited
 
 
+@pytest.mark.fault_kind("json-out-read-only-folder")
 def test_json_to_a_read_only_folder_fails_before_the_run(tiny_corpus_dir):
     folder = shared_tmp("ro")
     (folder / "out").mkdir()

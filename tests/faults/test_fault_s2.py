@@ -29,6 +29,7 @@ def _search_ids(fake: FakeS2, cache: Path, q: str = "transformer") -> list[str]:
     return [h.paper.id for h in make_source(fake, cache).search(q, 10)]
 
 
+@pytest.mark.fault_kind("s2-hostile-ids")
 def test_hostile_ids_never_reach_a_request_path(fake, tmp_path):
     expected = _search_ids(fake, tmp_path / "clean")
     assert expected
@@ -52,6 +53,7 @@ def test_hostile_ids_never_reach_a_request_path(fake, tmp_path):
     assert not any("/etc/" in p or p == "/graph/v1/paper/a" for p in paths)
 
 
+@pytest.mark.fault_kind("s2-wrong-shape-or-degraded")
 def test_wrong_shape_and_degraded_answers_are_not_cached(fake, tmp_path):
     expected = _search_ids(fake, tmp_path / "clean")
     cache = tmp_path / "s2"

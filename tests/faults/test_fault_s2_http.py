@@ -73,6 +73,7 @@ def _not_cached_then_right(fake, cache: Path, expected: list[str]) -> None:
 
 # ---- retried faults ----------------------------------------------------------------------------------
 
+@pytest.mark.fault_kind("s2-429-retry-after-seconds")
 def test_429_with_retry_after_seconds_waits_that_long(fake, tmp_path, expected):
     fake.faults.append(Fault("/paper/search", 429, {"Retry-After": "7"}))
     waits = Sleeps()
@@ -81,6 +82,7 @@ def test_429_with_retry_after_seconds_waits_that_long(fake, tmp_path, expected):
     assert waits == [7.0] and src.stats.retries == 1 and fake.count("/paper/search") == 2
 
 
+@pytest.mark.fault_kind("s2-429-retry-after-date")
 def test_429_with_retry_after_http_date_waits_until_then(fake, tmp_path, expected):
     when = email.utils.formatdate(time.time() + 30, usegmt=True)
     fake.faults.append(Fault("/paper/search", 429, {"Retry-After": when}))
@@ -89,6 +91,7 @@ def test_429_with_retry_after_http_date_waits_until_then(fake, tmp_path, expecte
     assert len(waits) == 1 and 27.0 <= waits[0] <= 30.0
 
 
+@pytest.mark.fault_kind("s2-429-too-long")
 def test_429_asking_for_longer_than_allowed_stops_at_once(fake, tmp_path, expected):
     fake.faults.append(Fault("/paper/search", 429, {"Retry-After": "3600"}))
     msg = _fails(source(fake, tmp_path / "c", Sleeps(), max_retry_after=60))
@@ -100,12 +103,14 @@ def test_429_asking_for_longer_than_allowed_stops_at_once(fake, tmp_path, expect
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
+@pytest.mark.fault_kind("s2-5xx-once")
 def test_server_error_is_retried_then_answers(fake, tmp_path, expected, status):
     fake.faults.append(Fault("/paper/search", status))
     src = source(fake, tmp_path / "c", Sleeps())
     assert ids(src) == expected and src.stats.retries == 1
 
 
+@pytest.mark.fault_kind("s2-5xx-always")
 def test_server_error_that_persists_stops_with_the_attempts_counted(fake, tmp_path, expected):
     fake.faults += [Fault("/paper/search", 503) for _ in range(3)]
     waits = Sleeps()
@@ -116,6 +121,7 @@ def test_server_error_that_persists_stops_with_the_attempts_counted(fake, tmp_pa
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-drop-mid-body-once")
 def test_connection_dropped_mid_body_is_retried(fake, tmp_path, expected):
     body = json.dumps({"data": [{"paperId": "p01"}] * 20}).encode()
     fake.faults.append(Fault("/paper/search", 200, raw=body, cut_after=25))
@@ -123,6 +129,7 @@ def test_connection_dropped_mid_body_is_retried(fake, tmp_path, expected):
     assert ids(src) == expected and src.stats.retries == 1
 
 
+@pytest.mark.fault_kind("s2-drop-mid-body-always")
 def test_connection_dropped_every_time_says_so(fake, tmp_path, expected):
     body = json.dumps({"data": [{"paperId": "p01"}] * 20}).encode()
     fake.faults += [Fault("/paper/search", 200, raw=body, cut_after=25) for _ in range(3)]
@@ -132,6 +139,7 @@ def test_connection_dropped_every_time_says_so(fake, tmp_path, expected):
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-nothing-listening")
 def test_nothing_listening_says_it_could_not_be_reached(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -147,6 +155,7 @@ def test_nothing_listening_says_it_could_not_be_reached(tmp_path):
 # ---- hangs: a total deadline per call, and the run's deadline ------------------------------------------
 
 @pytest.mark.parametrize("headers_too", [False, True], ids=["body-trickle", "headers-trickle"])
+@pytest.mark.fault_kind("s2-trickle")
 def test_trickling_server_times_out_at_the_total_deadline(fake, tmp_path, expected, headers_too):
     """One byte every 0.2 s never trips a per-read timeout; the 1 s total deadline of the call does."""
     body = json.dumps({"data": []}).encode() * 4
@@ -160,6 +169,7 @@ def test_trickling_server_times_out_at_the_total_deadline(fake, tmp_path, expect
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-slow-answer-past-deadline")
 def test_run_deadline_cuts_a_slow_call_short(fake, tmp_path, expected):
     fake.faults.append(Fault("/paper/search", 200, raw=b'{"data": []}', delay=5.0))
     t0 = time.monotonic()
@@ -171,6 +181,7 @@ def test_run_deadline_cuts_a_slow_call_short(fake, tmp_path, expected):
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-backoff-past-deadline")
 def test_run_deadline_is_not_slept_past_in_a_backoff(fake, tmp_path, expected):
     fake.faults.append(Fault("/paper/search", 429, {"Retry-After": "20"}))
     waits = Sleeps()
@@ -186,6 +197,7 @@ def test_run_deadline_is_not_slept_past_in_a_backoff(fake, tmp_path, expected):
     (b'{"data": [\xff\xfe]}', 14),
     (b"[" * 100_000 + b"]" * 100_000, 200_000),
 ], ids=["html-body", "not-utf8-body", "deeply-nested-json"])
+@pytest.mark.fault_kind("s2-200-not-json")
 def test_200_that_is_not_json_stops_and_is_not_cached(fake, tmp_path, expected, raw, size):
     fake.faults.append(Fault("/paper/search", 200, raw=raw))
     msg = _fails(source(fake, tmp_path / "c", Sleeps()))
@@ -194,6 +206,7 @@ def test_200_that_is_not_json_stops_and_is_not_cached(fake, tmp_path, expected, 
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-answer-over-cap")
 def test_answer_larger_than_the_cap_is_not_read(fake, tmp_path, expected, monkeypatch):
     monkeypatch.setattr(s2_http, "MAX_RESPONSE_BYTES", 4096)
     fake.faults.append(Fault("/paper/search", 200, raw=b'{"data": [' + b'{"paperId": "p01"},' * 1000 + b"{}]}"))
@@ -203,6 +216,7 @@ def test_answer_larger_than_the_cap_is_not_read(fake, tmp_path, expected, monkey
     _not_cached_then_right(fake, tmp_path / "c", expected)
 
 
+@pytest.mark.fault_kind("s2-batch-wrong-length")
 def test_batch_answer_of_the_wrong_length_stops(fake, tmp_path):
     fake.faults.append(Fault("/paper/batch", 200, raw=b"[null]"))
     with pytest.raises(SourceError) as err:
@@ -213,6 +227,7 @@ def test_batch_answer_of_the_wrong_length_stops(fake, tmp_path):
     assert sorted(source(fake, tmp_path / "c").get(["p01", "p02"])) == ["p01", "p02"]
 
 
+@pytest.mark.fault_kind("s2-empty-data")
 def test_empty_data_is_an_empty_answer(fake, tmp_path, expected):
     fake.faults.append(Fault("/paper/search", 200, raw=b'{"total": 0, "offset": 0, "data": []}'))
     assert ids(source(fake, tmp_path / "c")) == []
@@ -224,6 +239,7 @@ def test_empty_data_is_an_empty_answer(fake, tmp_path, expected):
     (403, "", "Semantic Scholar: refused GET /paper/search without an API key (HTTP 403). Set S2_API_KEY to a "
               "Semantic Scholar API key (https://www.semanticscholar.org/product/api). "),
 ], ids=["401-bad-key", "403-no-key"])
+@pytest.mark.fault_kind("s2-key-refused")
 def test_refused_key_stops_at_once_without_showing_it(fake, tmp_path, status, key, message):
     fake.faults.append(Fault("/paper/search", status))
     client = S2Client(S2Settings(base_url=fake.base_url, rate=0, use_cache=False), api_key=key, sleep=Sleeps())
@@ -233,6 +249,7 @@ def test_refused_key_stops_at_once_without_showing_it(fake, tmp_path, status, ke
     assert fake.count("/paper/search") == 1
 
 
+@pytest.mark.fault_kind("s2-400")
 def test_bad_request_names_the_api_message(fake, tmp_path):
     fake.faults.append(Fault("/paper/search", 400, raw=b'{"error": "Unrecognized or unsupported fields: [x]"}'))
     msg = _fails(source(fake, tmp_path / "c", Sleeps()))
@@ -243,6 +260,7 @@ def test_bad_request_names_the_api_message(fake, tmp_path):
 # ---- the response cache folder ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["a-file", "read-only"])
+@pytest.mark.fault_kind("s2-cache-dir-unusable")
 def test_unusable_cache_folder_runs_without_caching(fake, tmp_path, expected, caplog, kind):
     folder = tmp_path / "s2cache"
     if kind == "a-file":
@@ -270,6 +288,7 @@ def test_unusable_cache_folder_runs_without_caching(fake, tmp_path, expected, ca
 
 # ---- the CLI -------------------------------------------------------------------------------------------
 
+@pytest.mark.fault_kind("s2-trickle")
 def test_cli_with_a_trickling_api_stops_at_s2_timeout(capsys, fake, tmp_path, tiny_corpus_dir):
     fake.faults.append(Fault("/paper/search", 200, raw=b'{"data": []}' * 4, trickle=0.25))
     t0 = time.monotonic()
@@ -281,6 +300,7 @@ def test_cli_with_a_trickling_api_stops_at_s2_timeout(capsys, fake, tmp_path, ti
                             "timeout (--s2-timeout) or try again later. " + TAIL)
 
 
+@pytest.mark.fault_kind("run-past-deadline")
 def test_cli_run_past_its_deadline_names_the_stage(capsys, fake, tmp_path, tiny_corpus_dir):
     fake.faults += [Fault("/paper/search", 200, raw=b'{"data": []}', delay=3.0) for _ in range(3)]
     args = ["query", "transformer attention", "--source", "s2", "--s2-base-url", fake.base_url, "--s2-rate", "0",

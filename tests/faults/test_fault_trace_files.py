@@ -20,6 +20,7 @@ def corpus(tmp_path) -> Path:
     return write_corpus(tmp_path / "tiny")
 
 
+@pytest.mark.fault_kind("json-out-planted-temp-symlink")
 def test_json_output_is_never_written_through_a_planted_temp_symlink(tmp_path, corpus):
     victim = tmp_path / "victim.txt"
     victim.write_text("do not overwrite\n")
@@ -39,6 +40,7 @@ def test_json_output_is_never_written_through_a_planted_temp_symlink(tmp_path, c
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.json")] == []  # no temp left behind
 
 
+@pytest.mark.fault_kind("json-out-symlink-pipe-device")
 def test_json_output_refuses_a_symlink_or_pipe_target_before_the_run(tmp_path, corpus):
     victim = tmp_path / "victim.txt"
     victim.write_text("do not overwrite\n")
@@ -60,6 +62,7 @@ def test_json_output_refuses_a_symlink_or_pipe_target_before_the_run(tmp_path, c
     assert ok.returncode == 0 and fifo.is_file() and trace_io.load(fifo).query == "black hole entropy microstates"
 
 
+@pytest.mark.fault_kind("json-out-directory")
 def test_json_output_to_a_directory_fails_before_the_run(tmp_path, corpus):
     folder = tmp_path / "outdir"
     folder.mkdir()
@@ -71,6 +74,7 @@ def test_json_output_to_a_directory_fails_before_the_run(tmp_path, corpus):
     assert ok.returncode == 0 and (folder / "run.json").is_file()
 
 
+@pytest.mark.fault_kind("show-device-fifo-oversized")
 def test_show_refuses_devices_and_pipes_and_caps_the_size(tmp_path, corpus):
     try:
         r = run_cli("show", "/dev/zero", cache_dir=tmp_path / "cache", timeout=30)
@@ -90,6 +94,7 @@ def test_show_refuses_devices_and_pipes_and_caps_the_size(tmp_path, corpus):
     assert shown.returncode == 0 and "Black hole entropy from D-branes" in shown.stdout
 
 
+@pytest.mark.fault_kind("trace-result-not-a-node")
 def test_show_rejects_a_trace_whose_result_is_not_a_node(tmp_path, corpus):
     good = tmp_path / "good.json"
     assert query(corpus, tmp_path / "cache", "--json", str(good)).returncode == 0
@@ -105,6 +110,7 @@ def test_show_rejects_a_trace_whose_result_is_not_a_node(tmp_path, corpus):
     assert ok.returncode == 0 and ranked(ok.stdout).startswith("Query: black hole entropy microstates")
 
 
+@pytest.mark.fault_kind("trace-deeply-nested")
 def test_show_rejects_deeply_nested_json(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 200_000 + "]" * 200_000)

@@ -54,6 +54,7 @@ def _still_good(capsys, good) -> None:
     assert r.code == 0 and ranked(r.out) == good[1]
 
 
+@pytest.mark.fault_kind("trace-truncated")
 def test_truncated_trace(capsys, tmp_path, good):
     p = tmp_path / "cut.json"
     text = good[0].read_text(encoding="utf-8")
@@ -67,6 +68,7 @@ def test_truncated_trace(capsys, tmp_path, good):
     (b"\xff\xfe\x00garbage", "not a JSON trace (Expecting value: line 1 column 1 (char 0))"),
     (b"[1, 2, 3]", "not a Crase trace (expected a JSON object)"),
 ], ids=["empty-file", "binary-garbage", "json-array"])
+@pytest.mark.fault_kind("trace-not-a-trace")
 def test_file_that_is_not_a_trace(capsys, tmp_path, content, message):
     p = tmp_path / "x.json"
     p.write_bytes(content)
@@ -74,6 +76,7 @@ def test_file_that_is_not_a_trace(capsys, tmp_path, content, message):
 
 
 @pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.fault_kind("trace-unknown-version")
 def test_unknown_trace_version(capsys, tmp_path, good, version):
     data = _data(good)
     data["trace_version"] = version
@@ -88,6 +91,7 @@ def test_unknown_trace_version(capsys, tmp_path, good, version):
     (lambda d: d["results"][0].update(rank=[1]), "not a valid Crase trace: results.0.rank: Input should be a valid "
                                                   "integer"),
 ], ids=["text-for-number", "object-for-list", "list-for-int"])
+@pytest.mark.fault_kind("trace-wrong-type")
 def test_field_of_the_wrong_type(capsys, tmp_path, good, mutate, message):
     data = _data(good)
     mutate(data)
@@ -95,6 +99,7 @@ def test_field_of_the_wrong_type(capsys, tmp_path, good, mutate, message):
 
 
 @pytest.mark.parametrize("field", ["query", "settings", "results"])
+@pytest.mark.fault_kind("trace-missing-field")
 def test_missing_field(capsys, tmp_path, good, field):
     data = _data(good)
     del data[field]
@@ -102,6 +107,7 @@ def test_missing_field(capsys, tmp_path, good, field):
 
 
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+@pytest.mark.fault_kind("trace-non-finite")
 def test_non_finite_number_in_a_trace(capsys, tmp_path, good, number):
     text = good[0].read_text(encoding="utf-8")
     score = json.dumps(_data(good)["results"][0]["score"])
@@ -112,6 +118,7 @@ def test_non_finite_number_in_a_trace(capsys, tmp_path, good, number):
         f"not a valid Crase trace: the number {number} is not finite (a trace holds finite numbers only)"
 
 
+@pytest.mark.fault_kind("trace-over-cap")
 def test_trace_over_the_size_cap_is_refused_without_reading(capsys, tmp_path):
     p = tmp_path / "huge.json"
     with open(p, "wb") as f:  # sparse: 1 byte more than the cap, no disk used
@@ -121,12 +128,14 @@ def test_trace_over_the_size_cap_is_refused_without_reading(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["directory", "missing"])
+@pytest.mark.fault_kind("trace-path-not-a-file")
 def test_trace_path_that_is_not_a_file(capsys, tmp_path, kind):
     p = tmp_path if kind == "directory" else tmp_path / "missing.json"
     why = "not a regular file" if kind == "directory" else "No such file or directory"
     assert one_error(_show(capsys, p)) == f"cannot read trace {p}: {why}"
 
 
+@pytest.mark.fault_kind("trace-unreadable")
 def test_unreadable_trace_file(good):
     folder = shared_tmp("trace-perm")
     p = folder / "secret.json"
