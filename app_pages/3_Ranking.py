@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from crase_app.display import tex_plain
 from crase_app.shared import guarded, trace_page
 from crase_core.rankers import ranker_names
 from crase_core.rerank import Reranked, rerank
@@ -38,7 +39,7 @@ st.caption("Run's own ranker: " + trace.ranking.ranker.upper() + " · α = "
 nodes = {n.paper.id: n for n in trace.nodes if n.kept}
 rows = []
 for pid, n in nodes.items():
-    row: dict[str, object] = {"title": n.paper.title, "year": n.paper.year, "role": n.role}
+    row: dict[str, object] = {"title": tex_plain(n.paper.title), "year": n.paper.year, "role": n.role}
     for name, r in results.items():
         row[f"{name.upper()} rank"] = r.ranks.get(pid)
         row[f"{name.upper()} score"] = r.result.scores.get(pid, 0.0)
@@ -77,7 +78,7 @@ with tab_side:
     names = list(results)
     for col, name in zip(cols, names, strict=True):
         col.markdown(f"**{name.upper()}**")
-        col.dataframe(pd.DataFrame([{"#": i, "title": nodes[pid].paper.title, "year": nodes[pid].paper.year}
+        col.dataframe(pd.DataFrame([{"#": i, "title": tex_plain(nodes[pid].paper.title), "year": nodes[pid].paper.year}
                                     for i, pid in enumerate(tops[name], 1)]),
                       hide_index=True, width="stretch", height=min(36 * k + 40, 760),
                       column_config={"year": st.column_config.NumberColumn(format="%d")})

@@ -35,10 +35,11 @@ auditor = st.session_state.get("auditor", "").strip()
 def blind_judgement(trace, e, auditor: str) -> None:
     """Both papers and their claims, nothing of the pipeline's verdict; the auditor decides keep or prune."""
     st.markdown("##### Judge this citation blind")
-    st.markdown(f"**Citing:** {paper_line(trace, e.citing)}")
-    st.markdown(claims_markdown(trace, e.citing, verbatim=False) or "_No claims._")
-    st.markdown(f"**Cited:** {paper_line(trace, e.cited)}")
-    st.markdown(claims_markdown(trace, e.cited, verbatim=False) or "_No claims._")
+    # paper_line / claims_markdown: the TeX renderer's markdown (input escaped, its own sup/sub marks only)
+    st.markdown(f"**Citing:** {paper_line(trace, e.citing)}", unsafe_allow_html=True)
+    st.markdown(claims_markdown(trace, e.citing, verbatim=False) or "_No claims._", unsafe_allow_html=True)
+    st.markdown(f"**Cited:** {paper_line(trace, e.cited)}", unsafe_allow_html=True)
+    st.markdown(claims_markdown(trace, e.cited, verbatim=False) or "_No claims._", unsafe_allow_html=True)
     with st.form(key=f"blind_{e.citing}_{e.cited}", border=True):
         choice = st.radio("Does the cited paper support at least one claim of the citing paper?",
                           ["keep", "prune"], horizontal=True,

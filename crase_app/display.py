@@ -117,3 +117,34 @@ def tex_plain(text: object) -> str:
     """Paper text for plain-text places (graph labels, tooltips, table cells): :func:`crase_core.tex.to_plain`,
     TeX in Unicode (``$R^2$`` → ``R²``, ``Ba\\~nados`` → ``Bañados``); never HTML."""
     return tex.to_plain(text)
+
+
+# --- messages of the library, in the app's words ------------------------------------------------------------------
+#: what a message of crase_core tells a command-line user to change, and where that is in the app
+_APP_WORDS = (
+    (re.compile(r": check that the server is running and that --base-url \(host, port and the /v1 path\) is right"),
+     ". In this app: start that model server (its address is the endpoint's base_url in this server's settings "
+     "file, [endpoints]), or choose another endpoint or the Offline backend under **Run settings → Model backend**."),
+    (re.compile(r"\(--source local\)|--source local"), "(Run settings → Paper source: the embedded hep-th corpus)"),
+    (re.compile(r"--s2-base-url"), "the Semantic Scholar address ([s2] base_url in this server's settings file)"),
+    (re.compile(r"(?:set |that )?--base-url"), "the endpoint's base_url (this server's settings file, [endpoints])"),
+    (re.compile(r"--model\b"), "the endpoint's model (this server's settings file)"),
+    (re.compile(r"--api-key-env\b"), "the endpoint's api_key_env (this server's settings file)"),
+    (re.compile(r"--retry-failures\b"), "Run settings → Retry failures"),
+    (re.compile(r"--deadline\b"), "the server's deadline setting"),
+)
+_UNREACHABLE = "cannot reach the model endpoint"
+
+
+def app_message(error: object) -> str:
+    """A library error as the app says it: command-line flags (``--base-url``…) become the place in the app
+    or the settings file where that is set, and a model endpoint that cannot be reached says what to do
+    here (start it, or pick another endpoint or the offline backend under Run settings)."""
+    text = str(error)
+    for pattern, words in _APP_WORDS:
+        text = pattern.sub(words, text)
+    if _UNREACHABLE in text and "In this app:" not in text:
+        text = text.rstrip(". ") + (". In this app: start that model server, or choose another endpoint or the "
+                                    "Offline backend under **Run settings → Model backend**.")
+    return text
+

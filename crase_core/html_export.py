@@ -10,6 +10,9 @@ Safety: every string from the trace travels as JSON inside ``<script type="appli
 with ``<``, ``>``, ``&`` and U+2028/U+2029 written as ``\\u`` escapes (so no title can close the
 script element), and the page renders it with ``textContent`` only; links are built in Python from
 validated identifiers (:func:`crase_core.library.paper_link`) and re-checked to be http(s) in the page.
+TeX in titles, authors, abstracts, claims and contexts is rendered by :mod:`crase_core.tex` (the renderer
+the app and the CLI use): plain Unicode for labels and tooltips, and for the panel and the list its JSON
+tree, which the page turns into ``sub``/``sup``/``b``/``i``/``span`` elements holding ``textContent``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .cost_report import budget_summary, cost_summary
 from .library import paper_link
 from .records import EdgeRecord
 from .resources import graph_component_dir
+from .tex import to_json, to_plain
 from .trace import RunTrace
 from .trails import origin_text
 
@@ -139,24 +143,26 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         p, role, s = n.paper, n.display_role, seeds.get(n.paper.id)
         r = results.get(p.id)
         nodes[p.id] = {
-            "title": p.title, "year": p.year, "authors": list(p.authors[:12]), "more_authors": max(0, len(p.authors) - 12),
-            "abstract": p.abstract, "link": paper_link(p), "venue": p.venue,
-            "role": ROLE_LABELS[role], "colour": ROLE_COLOURS[role], "kept": n.kept, "prune_reason": n.prune_reason,
+            "title": to_plain(p.title), "title_tex": to_json(p.title), "year": p.year,
+            "authors": [to_plain(a) for a in p.authors[:12]], "more_authors": max(0, len(p.authors) - 12),
+            "abstract": to_plain(p.abstract), "abstract_tex": to_json(p.abstract), "link": paper_link(p),
+            "venue": p.venue, "role": ROLE_LABELS[role], "colour": ROLE_COLOURS[role], "kept": n.kept,
+            "prune_reason": to_plain(n.prune_reason),
             "score": _num(n.score), "rank": n.rank, "size": 8 + 28 * math.sqrt(max(n.score, 0.0) / max_score),
             "in_library": n.in_library,
             "seed": None if s is None else {
-                "fate": s.fate, "reason": s.fate_reason,
-                "origins": [origin_text(o) for o in s.origins]},
-            "reason": r.reason if r else "",
+                "fate": s.fate, "reason": to_plain(s.fate_reason),
+                "origins": [to_plain(origin_text(o)) for o in s.origins]},
+            "reason": to_plain(r.reason) if r else "",
         }
     edges = [{"from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "error": e.error or "", "supported": list(e.supported),
-              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
+              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": [to_json(x) for x in e.contexts],
               "scorer": e.scorer, **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
              for e in view_edges]
-    claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
-                                                        for c in cs.claims]}
+    claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": to_plain(c.text),
+                                                         "tex": to_json(c.text)} for c in cs.claims]}
               for pid, cs in trace.claims.items() if pid in nodes}
     c = trace.stage_counts()
     model = trace.model_ran
@@ -170,7 +176,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
-        "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": r.reason,
+        "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": to_plain(r.reason),
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
         "nodes": nodes, "edges": edges, "claims": claims, "views": views,
     }
@@ -266,6 +272,20 @@ _APP_JS = r"""
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
   function short(t, n) { t = String(t); return t.length <= n ? t : t.slice(0, n - 1) + "\u2026"; }
+  // a TeX tree of crase_core.tex.to_json: strings are text, [kind, part…] a mark drawn as an element
+  function tex(parent, tree) {
+    (tree || []).forEach(function (item) {
+      if (typeof item === "string") { parent.appendChild(document.createTextNode(item)); return; }
+      var kind = item[0];
+      if (kind === "sup" || kind === "sub" || kind === "b" || kind === "i") { tex(add(parent, el(kind)), item[1]); }
+      else if (kind === "over") { var o = add(parent, el("span")); o.style.textDecoration = "overline"; tex(o, item[1]); }
+      else if (kind === "frac") { tex(add(parent, el("sup")), item[1]); add(parent, document.createTextNode("\u2044")); tex(add(parent, el("sub")), item[2]); }
+      else if (kind === "sqrt") { if (item[2] && item[2].length) tex(add(parent, el("sup")), item[2]); add(parent, document.createTextNode("\u221a")); var r = add(parent, el("span")); r.style.textDecoration = "overline"; tex(r, item[1]); }
+      else item.slice(1).forEach(function (part) { tex(parent, part); });
+    });
+    return parent;
+  }
+  function texEl(tag, before, tree, after, cls) { var e = el(tag, before, cls); tex(e, tree); if (after) e.appendChild(document.createTextNode(after)); return e; }
   function safeLink(url) { return typeof url === "string" && /^https?:\/\/[^\s"'<>]+$/.test(url) ? url : null; }
 
   document.getElementById("title").textContent = "Crase run: " + D.query;
@@ -327,15 +347,15 @@ _APP_JS = r"""
 
   var panel = document.getElementById("panel");
   function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); }
-  function paperLine(id) { var n = D.nodes[id]; return n.title + " (" + (n.year || "n.d.") + ")"; }
+  function paperLine(label, id) { var n = D.nodes[id]; return texEl("div", label, n.title_tex, " (" + (n.year || "n.d.") + ")"); }
 
   function showEdge(i) {
     var e = D.edges[i], cu = D.claims[e.from] || { claims: [] }, cv = D.claims[e.to] || { claims: [] };
     clear();
     panel.dataset.edge = e.from + "->" + e.to;
     add(panel, el("h3", "Edge " + e.from + " \u2192 " + e.to));
-    add(panel, el("div", "u (citing): " + paperLine(e.from)));
-    add(panel, el("div", "v (cited): " + paperLine(e.to)));
+    add(panel, paperLine("u (citing): ", e.from));
+    add(panel, paperLine("v (cited): ", e.to));
     var dec = add(panel, el("p", "Decision \u2014 " + e.decision, e.kept ? "kept" : "pruned"));
     dec.id = "decision";
     add(panel, el("div", "\u0394 (coverage) " + fmt(e.delta, 3) + " \u00b7 supported " + e.supported.filter(Boolean).length + " of " + e.supported.length +
@@ -348,15 +368,16 @@ _APP_JS = r"""
       e.matrix[0].forEach(function (_, j) { var cl = cv.claims[j]; var th = add(head, el("th", cl ? cl.id : "c" + (j + 1))); if (cl) th.title = cl.text; });
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
-        add(tr, el("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
+        add(tr, cl ? texEl("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + cl.id + ": ", cl.tex, "", "rowh")
+                   : el("th", (e.supported[i2] ? "\u2713 " : "\u2717 ") + "c" + (i2 + 1), "rowh"));
         row.forEach(function (x) { var td = add(tr, el("td", fmt(x, 2))); if (x >= e.theta) td.className = "hit"; });
       });
     } else add(panel, el("p", "No matrix: one of the papers has no claims."));
-    if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, el("blockquote", x)); }); }
+    if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, texEl("blockquote", "", x)); }); }
     [["Claims of u", cu], ["Claims of v", cv]].forEach(function (pair) {
       add(panel, el("h3", pair[0]));
       if (pair[1].error) add(panel, el("div", "Claim extraction failed: " + pair[1].error, "warn"));
-      pair[1].claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); });
+      pair[1].claims.forEach(function (cl) { add(panel, texEl("div", cl.id + " [" + cl.type + "] ", cl.tex, "", "claim")); });
     });
   }
 
@@ -364,7 +385,7 @@ _APP_JS = r"""
     var n = D.nodes[id]; if (!n) return;
     clear();
     panel.dataset.node = id;
-    add(panel, el("h3", n.title));
+    add(panel, texEl("h3", "", n.title_tex));
     add(panel, el("div", (n.year || "n.d.") + " \u00b7 " + n.authors.join(", ") + (n.more_authors ? " et al. (+" + n.more_authors + ")" : "") + (n.venue ? " \u00b7 " + n.venue : "")));
     var link = safeLink(n.link);
     if (link) { var a = add(add(panel, el("div")), el("a", link)); a.href = link; a.rel = "noopener noreferrer"; a.target = "_blank"; }
@@ -372,9 +393,9 @@ _APP_JS = r"""
     add(panel, el("div", n.kept ? "score " + fmt(n.score, 4) + (n.rank ? " \u00b7 rank " + n.rank : "") : "pruned: " + n.prune_reason));
     if (n.seed) { add(panel, el("div", "Seed fate: " + (n.seed.fate === "kept" ? "\u2713 " : "\u2717 ") + n.seed.reason)); n.seed.origins.forEach(function (o) { add(panel, el("div", "\u2022 " + o)); }); }
     if (n.reason) add(panel, el("p", "Why it is here: " + n.reason));
-    if (n.abstract) { add(panel, el("h3", "Abstract")); add(panel, el("p", n.abstract)); }
+    if (n.abstract) { add(panel, el("h3", "Abstract")); add(panel, texEl("p", "", n.abstract_tex)); }
     var cs = D.claims[id];
-    if (cs && cs.claims.length) { add(panel, el("h3", "Claims")); cs.claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); }); }
+    if (cs && cs.claims.length) { add(panel, el("h3", "Claims")); cs.claims.forEach(function (cl) { add(panel, texEl("div", cl.id + " [" + cl.type + "] ", cl.tex, "", "claim")); }); }
   }
 
   network.on("click", function (params) {
@@ -385,7 +406,7 @@ _APP_JS = r"""
   var list = document.getElementById("results");
   D.results.forEach(function (r) {
     var n = D.nodes[r.id], li = add(list, el("li"));
-    var head = add(li, el("div")); add(head, el("strong", r.rank + ". " + n.title)); add(head, document.createTextNode(" \u00b7 " + (n.year || "n.d.") + " \u00b7 score " + fmt(r.score, 4)));
+    var head = add(li, el("div")); add(head, texEl("strong", r.rank + ". ", n.title_tex)); add(head, document.createTextNode(" \u00b7 " + (n.year || "n.d.") + " \u00b7 score " + fmt(r.score, 4)));
     if (r.in_library) add(head, el("span", "already in your library", "lib"));
     add(li, el("div", n.authors.slice(0, 3).join(", ") + (n.authors.length > 3 ? " et al." : ""), "why"));
     add(li, el("div", "Why it is here: " + r.reason, "why"));

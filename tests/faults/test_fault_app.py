@@ -46,19 +46,9 @@ def _app() -> AppTest:
     return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
 
 
-_SEARCH_HASH: list[str] = []
-
-
 def _go(at: AppTest, page: str) -> AppTest:
-    """Switch to a page file, or to the Search page (a callable page: AppTest can only reach it by its hash)."""
-    if page != "Search":
-        return at.switch_page(page).run()
-    found = [h for h, info in at._registered_pages.items()  # noqa: SLF001 - no public way
-             if info.get("page_name") == "Search" and not info.get("script_path")]
-    if found:
-        _SEARCH_HASH[:] = found[:1]
-    at._page_hash = _SEARCH_HASH[0]  # noqa: SLF001
-    return at.run()
+    """Switch to a page file; "Search" is the Search page (app_pages/0_Search.py)."""
+    return at.switch_page("app_pages/0_Search.py" if page == "Search" else page).run()
 
 
 def _search(at: AppTest, query: str) -> AppTest:
@@ -339,3 +329,31 @@ def test_dense_embedding_cache_concurrent_first_writers(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "save", real_save)
     again = dense.DenseIndex(source, progress=False)
     assert again.emb.tolist() == [[float(i), 1.0] for i in range(5)]
+
+
+def test_a_model_endpoint_that_is_down_says_what_to_do_here_and_hides_the_earlier_results(app_env, tmp_path,
+                                                                                            monkeypatch):
+    """The endpoint nobody listens on: the message names what to do in the app (not the CLI's --base-url),
+    and the results of the run opened before are not drawn under this failed search."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed again: nothing listens there
+    settings = tmp_path / "settings.toml"
+    settings.write_text(f'[llm]\nbase_url = "http://127.0.0.1:{dead}/v1"\nmodel = "m"\ntimeout = 2\nmax_retries = 0\n')
+    monkeypatch.setenv("CRASE_SETTINGS", str(settings))
+    at = _search(_app(), QUERY)  # the offline default: a run with results is open
+    assert [c for c in at.caption if "Why it is here" in c.value]
+    at.selectbox(key="rt_backend").set_value("openai").run()
+    at.text_area(key="query_text").input(OTHER_QUERY)
+    next(b for b in at.button if b.label == "Search").click()
+    at.run(timeout=120)
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "cannot reach the model endpoint" in errors
+    assert "--base-url" not in errors and "Run settings → Model backend" in errors
+    assert not [c for c in at.caption if "Why it is here" in c.value]  # no card of the earlier run
+    assert not [s for s in at.subheader if s.value == "Results"]
+    assert any("No results for this search" in c.value and QUERY in c.value for c in at.caption)
+    assert at.session_state["trace"].query == QUERY  # that run stays open for the other pages
