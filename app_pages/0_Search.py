@@ -173,7 +173,8 @@ def score_help(trace) -> str:
 def result_card(trace, r, paper, help_text: str) -> None:
     """One result, compact (about eight fit a 900-pixel screen): title, year, library mark and list score on
     one line beside its Abstract (a popover) and Inspect (opens the paper in the Evidence graph); then the
-    authors and link, why it is here and its score in words. Paper text goes through the TeX renderer
+    authors and link and why it is here; its score in words is the caption's tooltip. Paper text goes through
+    the TeX renderer
     (:func:`tex_markdown`). Seven page elements, so twenty cards reach the browser and are drawn quickly."""
     with st.container(border=True, key=f"card_{r.paper_id}"):
         mine = " · :green-badge[:material/bookmark: already in your library]" if r.in_library else ""
@@ -189,8 +190,8 @@ def result_card(trace, r, paper, help_text: str) -> None:
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
                 st.switch_page(GRAPH_PAGE)
         st.caption(f"{tex_markdown(authors_line(list(paper.authors)))}" + (f" · {link}" if link else "")
-                   + f"  \nWhy it is here: {tex_markdown(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}",
-                   help=help_text, unsafe_allow_html=True)
+                   + f"  \nWhy it is here: {tex_markdown(r.reason)}",
+                   help=f"Score: {md_escape(score_sentence(trace, r))}.  \n{help_text}", unsafe_allow_html=True)
 
 
 def _show_all(n: int) -> None:
@@ -216,8 +217,9 @@ def ranked_list(trace) -> None:
             results = [r for r in results if not r.in_library]
     shown = st.session_state.get(f"results_shown_{trace.run_id}", FIRST_RESULTS)
     help_text = score_help(trace)
-    for r in results[:shown]:
-        result_card(trace, r, papers[r.paper_id], help_text)
+    with st.container(gap="xsmall"):  # cards close together: about eight to a 900-pixel screen
+        for r in results[:shown]:
+            result_card(trace, r, papers[r.paper_id], help_text)
     if len(results) > shown:
         st.button(f"Show all {len(results)} papers", key="results_show_all", icon=":material/expand_more:",
                   on_click=_show_all, args=(len(results),),

@@ -56,16 +56,18 @@ def test_cards_and_honest_numbers(app_env):
     total = at.session_state["elapsed"][trace.run_id]
     assert metrics["total time"] == f"{total:.1f} s" and total >= sum(trace.timings.values())
     assert not [m for m in at.markdown if "model calls" in m.value]
-    # every card says why the paper is here and explains its score in words (one caption, two lines), and
+    # every card says why the paper is here and explains its score in words (the caption and its tooltip), and
     # has its abstract one click away
     from crase_app.display import authors_line, md_escape, tex_markdown
     from crase_core.score_words import score_sentence
 
     cards = _card_captions(at)
     papers = {n.paper.id: n.paper for n in trace.nodes}
-    assert [c.split("  \n", 1)[1] for c in cards] == [
-        f"Why it is here: {tex_markdown(r.reason)}  \nScore: {md_escape(score_sentence(trace, r))}"
-        for r in trace.results[:20]]
+    assert [c.split("  \n", 1)[1] for c in cards] == [f"Why it is here: {tex_markdown(r.reason)}"
+                                                      for r in trace.results[:20]]
+    helps = [c.help for c in at.caption if "  \nWhy it is here: " in c.value]  # the score in words, on hover
+    assert [h.split("  \n")[0] for h in helps] == [f"Score: {md_escape(score_sentence(trace, r))}."
+                                                  for r in trace.results[:20]]
     assert [c.split(" · ")[0].split("  \n")[0] for c in cards] == [
         tex_markdown(authors_line(list(papers[r.paper_id].authors))).split(" · ")[0] for r in trace.results[:20]]
     assert len([m for m in at.markdown if f" · score {trace.results[0].score:.4f}" in m.value]) == 1
