@@ -363,7 +363,7 @@ def search_page() -> None:
     if demos:
         st.markdown("**Try a demo query** (embedded hep-th corpus)")
         # one row of buttons as wide as their labels (never cut), wrapping to a second row on a narrow screen
-        with st.container(horizontal=True, gap="small", wrap=True):
+        with st.container(horizontal=True, gap="xsmall", wrap=True):
             for d in demos:
                 if st.button(d["label"], key=f"demo_{d['label']}", help=d["query"], width="content"):
                     st.session_state["query_text"] = d["query"]

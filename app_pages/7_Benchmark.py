@@ -54,12 +54,12 @@ BENCHES = {
 }
 #: the runs a reader compares, and what each is
 HEADLINE_RUNS = {
-    "crase": "Crase's default: search, citation graph, claim-level support, ranking (what the app runs)",
+    "crase": "the default (what the app runs): search, citation graph, claim support, ranking",
     "bm25": "a plain text search (BM25) on the question alone",
-    "dense": "nearest papers by sentence embedding (all-MiniLM-L6-v2) over the whole corpus",
+    "dense": "nearest papers by sentence embedding (MiniLM), whole corpus",
     "paper": "the configuration of the Crase paper (--preset paper)",
     "seeds": "the seed papers alone, by their best search rank (no graph)",
-    "ppr-unpruned": "a random walk on the unpruned citation graph (no claim-level support)",
+    "ppr-unpruned": "a random walk on the unpruned citation graph",
     "citations": "the most-cited papers inside the graph",
     "recency": "the newest papers of the graph first",
 }
@@ -240,14 +240,16 @@ def _fmt(x: float | None, d: int = 3) -> str:
 
 
 def metric_frame(runs: list[Run], what: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row a run: Recall@5/20/50, MAP@50 (the headline table also says what each run is; the others add
+    Recall@10 and MAP@5)."""
     rows = []
     for r in runs:
         row: dict[str, Any] = {"run": r.name}
         if what is not None:
             row["what it is"] = what.get(r.name, "")
-        for k in (5, 10, 20, 50):
+        for k in (5, 20, 50) if what is not None else (5, 10, 20, 50):
             row[f"Recall@{k}"] = r.metric(f"recall@{k}")
-        for k in (5, 50):
+        for k in (50,) if what is not None else (5, 50):
             row[f"MAP@{k}"] = r.metric(f"map@{k}")
         row["queries"] = r.metric("queries")
         wall = r.metric("median_wall_s")
@@ -257,12 +259,12 @@ def metric_frame(runs: list[Run], what: dict[str, str] | None = None) -> pd.Data
 
 
 def show_frame(frame: pd.DataFrame, key: str) -> None:
-    config: dict[str, Any] = {"run": st.column_config.TextColumn("run", pinned=True, width=150)}
+    config: dict[str, Any] = {"run": st.column_config.TextColumn("run", pinned=True, width=120)}
     for col in frame.columns:
         if col.startswith(("Recall", "MAP")):
             config[col] = st.column_config.NumberColumn(col, format="%.3f", width=86)
     if "what it is" in frame.columns:
-        config["what it is"] = st.column_config.TextColumn("what it is", width="large")
+        config["what it is"] = st.column_config.TextColumn("what it is", width=420)
     if "differs from the default in" in frame.columns:
         config["differs from the default in"] = st.column_config.TextColumn(width="large")
     config["queries"] = st.column_config.NumberColumn("queries", format="%d", width=70)

@@ -229,7 +229,7 @@ CSS = """
 h1 {font-weight: 700; letter-spacing: -0.01em;}
 [data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
 [data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}
-[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {white-space: normal; overflow: visible; text-overflow: clip;}
+[data-testid="stMetricLabel"] p, [data-testid="stMetricLabel"] .stMarkdownEllipsis {white-space: normal !important; overflow: visible !important; text-overflow: clip !important;}
 .crase-legend {display:flex; gap:1.1rem; flex-wrap:wrap; font-size:0.86rem; color:#4a5560; margin:.2rem 0 .4rem 0;}
 .crase-legend span.dot {display:inline-block; width:.8rem; height:.8rem; border-radius:50%; margin-right:.35rem; vertical-align:-1px;}
 .crase-legend span.line {display:inline-block; width:1.6rem; height:0; border-top:3px solid #1d3557; margin-right:.35rem; vertical-align:3px;}

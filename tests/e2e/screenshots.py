@@ -134,7 +134,8 @@ def shoot_endpoint_down(out: Path, prefix: str) -> None:
                 page.locator("[data-testid='stButton'] button").first.click()
                 _wait_cards(page)
                 _settle(page)
-                page.get_by_text("Run settings").click()
+                settings_toggle = page.locator("[data-testid='stExpander'] summary", has_text="Run settings").first
+                settings_toggle.click()
                 page.wait_for_timeout(500)
                 page.get_by_role("combobox", name="Model backend").click()
                 page.get_by_role("option", name="OpenAI-compatible endpoint").click()
@@ -142,7 +143,7 @@ def shoot_endpoint_down(out: Path, prefix: str) -> None:
                 page.get_by_role("button", name="Search").first.click()
                 page.wait_for_timeout(8000)
                 _settle(page)
-                page.get_by_text("Run settings").click()  # fold it again
+                settings_toggle.click()  # fold it again
                 page.wait_for_timeout(800)
                 _shoot(page, out, f"{prefix}1440x900_10_endpoint_down")
                 browser.close()
