@@ -326,7 +326,8 @@ def run_search(query: str, engine_key: str, settings: PipelineSettings, seeding:
         except CraseError as e:
             board.failed()
             status.update(label="The run stopped", state="error", expanded=True)
-            st.error(app_message(e), icon=":material/error:")
+            message = app_message(e)
+            st.error(message[:1].upper() + message[1:], icon=":material/error:")
             return None, 0.0
         except Exception:
             log.exception("run_query failed")

@@ -143,8 +143,7 @@ def app_message(error: object) -> str:
     text = str(error)
     for pattern, words in _APP_WORDS:
         text = pattern.sub(words, text)
-    text = text[:1].upper() + text[1:]
-    if _UNREACHABLE in text.lower() and "In this app:" not in text:
+    if _UNREACHABLE in text and "In this app:" not in text:
         text = text.rstrip(". ") + (". In this app: start that model server, or choose another endpoint or the "
                                     "Offline backend under **Run settings → Model backend**.")
     return text

@@ -214,7 +214,10 @@ def test_rerank_reproduces_a_run_with_a_text_floor(hepth_engine):
     from crase_core.pipeline import run_query
     from crase_core.settings import PipelineSettings
 
-    trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine,
+    # a long paraphrasing question (LitSearch dev 003 as asked): its plan's seeds are not the search's top 8
+    query = ("Looking for an analysis of the bosonic string spectrum on three-dimensional anti-de Sitter space, "
+             "where spectral flow generates long strings and unitarity is proven.")
+    trace = run_query(query, hepth_engine,
                       # seeds of the plan alone, so the search's top 8 are not seeds and some join for the floor
                       PipelineSettings(text_candidates=2, text_floor=8, k=10, query_seeds=0))
     text = [n.paper.id for n in trace.nodes if n.role == "text" and n.kept]
