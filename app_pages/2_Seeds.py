@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from crase_app.display import md_escape
+from crase_app.display import md_escape, tex_plain
 from crase_app.shared import trace_page
 from crase_core.proximity import WINDOW
 from crase_core.semantic import MODEL_NAME as SEMANTIC_MODEL
@@ -46,6 +46,18 @@ elif semantic > 0:
     st.caption(md_escape(trace.semantic_note or "Semantic feedback is not available for this corpus") + ": the "
                "search ranks by its words.")
 
+# widths (pixels) that fit the page at 1440 px with nothing cut: the title takes what the others leave
+SEED_COLUMNS = {"fate": st.column_config.TextColumn("fate", width=44),
+                "title": st.column_config.TextColumn("title", width=360),
+                "year": st.column_config.NumberColumn("year", format="%d", width=56),
+                "relevance rank": st.column_config.NumberColumn("relevance", width=78,
+                                                                help="The seed's rank in this search by relevance"),
+                "recency rank": st.column_config.NumberColumn("recency", width=70,
+                                                              help="Its rank among the search's hits by recency"),
+                "also from sub-queries": st.column_config.TextColumn("also from", width=90,
+                                                                     help="Other searches that found it"),
+                "reason": st.column_config.TextColumn("reason", width=175),
+                "id": st.column_config.TextColumn("id", width=72)}
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}
 for sqr in trace.subquery_results:
@@ -56,7 +68,7 @@ for sqr in trace.subquery_results:
         p = titles.get(pid)
         rows.append({
             "fate": "✓" if s and s.fate == "kept" else "✗",
-            "title": p.title if p else pid,
+            "title": tex_plain(p.title) if p else pid,
             "year": p.year if p else None,
             "relevance rank": origin.relevance_rank if origin else None,
             "recency rank": origin.recency_rank if origin else None,
@@ -77,11 +89,7 @@ for sqr in trace.subquery_results:
         st.caption(f"{len(sqr.hits)} search hits · t = {sqr.t} · {len(rows)} seeds: {n_kept} ✓ kept, "
                    f"{len(rows) - n_kept} ✗ pruned")
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={"fate": st.column_config.TextColumn("fate", width="small"),
-                                    "year": st.column_config.NumberColumn("year", format="%d"),
-                                    "title": st.column_config.TextColumn("title", width="large"),
-                                    "reason": st.column_config.TextColumn("reason", width="medium")})
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config=SEED_COLUMNS)
     else:
         st.caption("This sub-query found no papers.")
 library = trace.library
@@ -100,7 +108,7 @@ if library is not None:
             "fate": ("✓" if s.fate == "kept" else "✗") if s else "–",
             "given": item.given,
             "from": item.label,
-            "title": p.title if p else ("not in this source" if item.paper_id is None else item.paper_id),
+            "title": tex_plain(p.title) if p else ("not in this source" if item.paper_id is None else item.paper_id),
             "year": p.year if p else None,
             "also from sub-queries": ", ".join("the question" if o.kind == "question" else str(o.subquery_index + 1)
                                                for o in s.origins if o.kind != "library") if s else "",
@@ -108,9 +116,7 @@ if library is not None:
             "id": item.paper_id or "",
         })
     st.dataframe(pd.DataFrame(lib_rows), hide_index=True, width="stretch",
-                 column_config={"fate": st.column_config.TextColumn("fate", width="small"),
-                                "year": st.column_config.NumberColumn("year", format="%d"),
-                                "title": st.column_config.TextColumn("title", width="large"),
-                                "reason": st.column_config.TextColumn("reason", width="medium")})
+                 column_config={**SEED_COLUMNS, "given": st.column_config.TextColumn("given", width=110),
+                                "from": st.column_config.TextColumn("from", width=90)})
 st.markdown(f"**Summary:** {kept} seeds retained (✓), {pruned} pruned (✗)"
             + (" — pruned seeds had no citation edge with claim-level support." if pruned else "."))

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from crase_app.display import tex_plain
 from crase_app.shared import guarded, trace_page
 from crase_core.rankers import ranker_names
 from crase_core.rerank import Reranked, rerank
@@ -48,7 +49,7 @@ R = shown.upper()
 
 def _row(pid: str) -> dict[str, object]:
     n, r = nodes[pid], results[shown]
-    row: dict[str, object] = {"title": n.paper.title, "year": n.paper.year, "role": n.role,
+    row: dict[str, object] = {"title": tex_plain(n.paper.title), "year": n.paper.year, "role": n.role,
                               "final rank": r.ranks.get(pid), "final score": r.scores.get(pid),
                               f"walk ({R}) score": r.result.scores.get(pid, 0.0),
                               f"walk ({R}) rank": r.walk_ranks.get(pid), "search rank": search_rank.get(pid)}
@@ -110,7 +111,7 @@ with tab_side:
     tops = {name: [pid for pid, _ in sorted(r.ranks.items(), key=lambda kv: kv[1])[:k]] for name, r in results.items()}
     for col, name in zip(cols, names, strict=True):
         col.markdown(f"**{name.upper()}**")
-        col.dataframe(pd.DataFrame([{"final rank": i, "title": nodes[pid].paper.title, "year": nodes[pid].paper.year}
+        col.dataframe(pd.DataFrame([{"final rank": i, "title": tex_plain(nodes[pid].paper.title), "year": nodes[pid].paper.year}
                                     for i, pid in enumerate(tops[name], 1)]),
                       hide_index=True, width="stretch", height=min(36 * k + 40, 760),
                       column_config={"year": st.column_config.NumberColumn(format="%d")})

@@ -50,11 +50,11 @@ def blind_judgement(trace, e, auditor: str) -> None:
     st.markdown("##### Judge this citation blind")
     left, right = st.columns(2, gap="medium")
     with left:
-        st.markdown(f"**Citing:** {paper_line(trace, e.citing)}")
-        st.markdown(claims_markdown(trace, e.citing, verbatim=False) or "_No claims._")
+        st.markdown(f"**Citing:** {paper_line(trace, e.citing)}", unsafe_allow_html=True)
+        st.markdown(claims_markdown(trace, e.citing, verbatim=False) or "_No claims._", unsafe_allow_html=True)
     with right:
-        st.markdown(f"**Cited:** {paper_line(trace, e.cited)}")
-        st.markdown(claims_markdown(trace, e.cited, verbatim=False) or "_No claims._")
+        st.markdown(f"**Cited:** {paper_line(trace, e.cited)}", unsafe_allow_html=True)
+        st.markdown(claims_markdown(trace, e.cited, verbatim=False) or "_No claims._", unsafe_allow_html=True)
     with st.form(key=f"blind_{e.citing}_{e.cited}", border=True):
         choice = st.radio("Does the cited paper support at least one claim of the citing paper?",
                           ["keep", "prune"], horizontal=True,

@@ -6,37 +6,32 @@ Plain functions (no Streamlit), so they are unit-tested without a browser.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from pathlib import Path
 
+from crase_core import tex
 from crase_core.graph_views import PRUNED_EDGE_COLOUR, ROLE_COLOURS, ROLE_LABELS  # noqa: F401 - colours of every page
-from crase_core.records import NodeRecord
-from crase_core.resources import demo_queries_file
-from crase_core.tex import (  # noqa: F401 - the app's pages import these from here
-    TEX_SEGMENT,
+from crase_core.paper_text import (  # noqa: F401 - the app's pages import these from here
     authors_line,
     first_author_surname,
-    safe_tex,
     shorten_words,
     tex_accents,
     tex_plain,
 )
+from crase_core.records import NodeRecord
+from crase_core.resources import demo_queries_file
 
 DEMO_QUERIES_FILE = demo_queries_file()
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>$:])")
-
-
 def md_escape(text: object) -> str:
-    """``text`` as literal Streamlit markdown: HTML escaped, markdown/LaTeX syntax backslashed.
+    """``text`` as literal Streamlit markdown: HTML escaped, markdown/LaTeX syntax backslashed
+    (:func:`crase_core.tex.markdown_escape`).
 
     ``<script>`` comes out as the visible text ``<script>``; ``$x$`` is not typeset;
     ``[a](javascript:…)`` is not a link.
     """
-    s = html.escape(str(text), quote=False)
-    return _MD_SPECIAL.sub(r"\\\1", s).replace("\n", " ")
+    return tex.markdown_escape(str(text))
 
 
 def node_role(node: NodeRecord) -> str:
@@ -49,6 +44,8 @@ def short_title(title: str, limit: int = 60) -> str:
     return t if len(t) <= limit else t[: limit - 1] + "…"
 
 
+
+
 def load_demo_queries(path: Path = DEMO_QUERIES_FILE) -> list[dict[str, str]]:
     """Demo queries shipped with the app: ``[{"label", "query", "source"}]``."""
     try:
@@ -58,27 +55,49 @@ def load_demo_queries(path: Path = DEMO_QUERIES_FILE) -> list[dict[str, str]]:
     return [d for d in data if isinstance(d, dict) and d.get("query")]
 
 
-def tex_markdown(text: object, *, in_table: bool = False) -> str:
-    """``text`` as Streamlit markdown with its ``$…$`` math typeset and everything else literal.
+# --- words, labels and TeX ---------------------------------------------------------------------------
 
-    Every part outside a math segment goes through :func:`md_escape`; a math segment is kept only
-    when :func:`safe_tex` accepts it (else it is shown as literal text, dollars included). Inside a
-    markdown table cell (``in_table``) ``|`` in math becomes ``\\vert``. The result contains no HTML.
-    """
-    s = str(text).replace("\n", " ")
-    out: list[str] = []
-    pos = 0
-    for m in TEX_SEGMENT.finditer(s):
-        math = m.group(1)
-        after = s[m.end() : m.end() + 1]
-        before = s[m.start() - 1 : m.start()] if m.start() else ""
-        # only where remark-math reads a math span: not glued to a digit after, nor escaped before
-        if not safe_tex(math) or after.isdigit() or before == "\\":
-            continue
-        out.append(md_escape(s[pos : m.start()]))
-        if in_table:
-            math = math.replace("\\|", "\\Vert ").replace("|", "\\vert ")
-        out.append(f"${math}$")
-        pos = m.end()
-    out.append(md_escape(s[pos:]))
-    return "".join(out)
+
+
+
+
+
+def tex_markdown(text: object, *, in_table: bool = False) -> str:
+    """Paper text (title, abstract, claim, citation context) as Streamlit markdown with its TeX rendered:
+    :func:`crase_core.tex.to_markdown` — every text run escaped (:func:`md_escape`), the only HTML the
+    renderer's own sup/sub/b/i/overline marks, so show it with ``unsafe_allow_html=True``. The same
+    markdown works in a table cell (``in_table``: ``|`` is escaped everywhere)."""
+    return tex.to_markdown(text)
+
+
+
+
+# --- messages of the library, in the app's words ------------------------------------------------------------------
+#: what a message of crase_core tells a command-line user to change, and where that is in the app
+_APP_WORDS = (
+    (re.compile(r": check that the server is running and that --base-url \(host, port and the /v1 path\) is right"),
+     ". In this app: start that model server (its address is the endpoint's base_url in this server's settings "
+     "file, [endpoints]), or choose another endpoint or the Offline backend under **Run settings → Model backend**."),
+    (re.compile(r"\(--source local\)|--source local"), "(Run settings → Paper source: the embedded hep-th corpus)"),
+    (re.compile(r"--s2-base-url"), "the Semantic Scholar address ([s2] base_url in this server's settings file)"),
+    (re.compile(r"(?:set |that )?--base-url"), "the endpoint's base_url (this server's settings file, [endpoints])"),
+    (re.compile(r"--model\b"), "the endpoint's model (this server's settings file)"),
+    (re.compile(r"--api-key-env\b"), "the endpoint's api_key_env (this server's settings file)"),
+    (re.compile(r"--retry-failures\b"), "Run settings → Retry failures"),
+    (re.compile(r"--deadline\b"), "the server's deadline setting"),
+)
+_UNREACHABLE = "cannot reach the model endpoint"
+
+
+def app_message(error: object) -> str:
+    """A library error as the app says it: command-line flags (``--base-url``…) become the place in the app
+    or the settings file where that is set, and a model endpoint that cannot be reached says what to do
+    here (start it, or pick another endpoint or the offline backend under Run settings)."""
+    text = str(error)
+    for pattern, words in _APP_WORDS:
+        text = pattern.sub(words, text)
+    if _UNREACHABLE in text and "In this app:" not in text:
+        text = text.rstrip(". ") + (". In this app: start that model server, or choose another endpoint or the "
+                                    "Offline backend under **Run settings → Model backend**.")
+    return text
+

@@ -23,6 +23,7 @@ import streamlit.components.v1 as components
 from crase_app.display import (
     ROLE_COLOURS,
     ROLE_LABELS,
+    app_message,
     authors_line,
     md_escape,
     node_role,
@@ -216,7 +217,7 @@ def guarded(fn: Callable[[], T], what: str) -> T | None:
     try:
         return fn()
     except CraseError as e:
-        st.error(f"{what}: {e}", icon=":material/error:")
+        st.error(f"{what}: {app_message(e)}", icon=":material/error:")
     except Exception:
         log.exception("unexpected error while %s", what)
         st.error(f"{what}: an unexpected error occurred (details are in the server log).", icon=":material/error:")
@@ -230,9 +231,14 @@ CSS = """
 h1 {font-weight: 700; letter-spacing: -0.01em;}
 [data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
 [data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}
+[data-testid="stMetricLabel"] p, [data-testid="stMetricLabel"] .stMarkdownEllipsis {white-space: normal !important; overflow: visible !important; text-overflow: clip !important;}
 .crase-legend {display:flex; gap:1.1rem; flex-wrap:wrap; font-size:0.86rem; color:#4a5560; margin:.2rem 0 .4rem 0;}
 .crase-legend span.dot {display:inline-block; width:.8rem; height:.8rem; border-radius:50%; margin-right:.35rem; vertical-align:-1px;}
 .crase-legend span.line {display:inline-block; width:1.6rem; height:0; border-top:3px solid #1d3557; margin-right:.35rem; vertical-align:3px;}
+[class*="st-key-card_"] {padding: .45rem .8rem .4rem .8rem; gap: .1rem;}
+[class*="st-key-card_"] [data-testid="stCaptionContainer"] p {line-height: 1.4;}
+[class*="st-key-card_"] [data-testid="stMarkdownContainer"] p {margin-bottom: 0;}
+[class*="st-key-card_"] button {min-height: 1.9rem; padding-top: 0; padding-bottom: 0;}
 .crase-legend span.dash {display:inline-block; width:1.6rem; height:0; border-top:2px dashed #d08c7f; margin-right:.35rem; vertical-align:3px;}
 </style>
 """
@@ -363,7 +369,8 @@ def code(text: object) -> str:
 
 
 def paper_line(trace: RunTrace, pid: str) -> str:
-    """``Title (year)`` as safe markdown: the title literal except for KaTeX-safe ``$…$`` math."""
+    """``Title (year)`` as markdown with the title's TeX rendered (:func:`tex_markdown`; show it with
+    ``unsafe_allow_html=True``: the input is escaped, the only HTML is the renderer's own marks)."""
     n = trace.node(pid)
     return f"{tex_markdown(n.paper.title)} ({n.paper.year or 'n.d.'})"
 
@@ -386,7 +393,7 @@ def claims_frame(trace: RunTrace, pid: str, supported: list[bool] | None = None)
 def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = None, *, verbatim: bool = True,
                     marks: list[str] | None = None) -> str:
     """The paper's claims as a two-column markdown table (id and type | text) whose cells wrap: every claim
-    in full, TeX typeset safely (:func:`tex_markdown`), the source phrase when it differs from the claim,
+    in full, TeX rendered (:func:`tex_markdown`: show it with ``unsafe_allow_html=True``), the source phrase when it differs from the claim,
     ``✓``/``✗`` (supported at the scorer's own θ) before the id when ``supported`` is given (``marks``: one
     mark per claim instead, :func:`claim_marks`), a warning when a claim is not verbatim (``verbatim=False``
     hides that, for the blind audit). ``""`` when the paper has no claims."""
@@ -510,7 +517,8 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
         st.warning("That edge is not part of this run.")
         return
     st.markdown(f"##### Edge {code(citing)} → {code(cited)}")
-    st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}")
+    st.markdown(f"**u (citing):** {paper_line(trace, citing)}  \n**v (cited):** {paper_line(trace, cited)}",
+                unsafe_allow_html=True)  # paper_line: the TeX renderer's markdown (input escaped, its own marks)
     (st.success if e.kept else st.error)(f"Decision — {md_escape(e.decision)}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
     scorer_badge(e)
     covered = e.covered or e.supported
@@ -560,18 +568,18 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     st.markdown("**Citation context**")
     if e.contexts:
         for ctx in e.contexts:
-            st.markdown(f"> {tex_markdown(ctx)}")
+            st.markdown(f"> {tex_markdown(ctx)}", unsafe_allow_html=True)
     else:
         st.caption("The paper source has no citing sentence for this edge.")
     if e.intents:
         st.caption("Citation intent (from the source): " + ", ".join(md_escape(i) for i in e.intents))
     left, right = st.columns(2, gap="medium")
     with left:
-        st.markdown(f"**Claims of u** — {paper_line(trace, citing)}")
-        st.markdown(claims_markdown(trace, citing, marks=marks) or "_No claims._")
+        st.markdown(f"**Claims of u** — {paper_line(trace, citing)}", unsafe_allow_html=True)
+        st.markdown(claims_markdown(trace, citing, marks=marks) or "_No claims._", unsafe_allow_html=True)
     with right:
-        st.markdown(f"**Claims of v** — {paper_line(trace, cited)}")
-        st.markdown(claims_markdown(trace, cited) or "_No claims._")
+        st.markdown(f"**Claims of v** — {paper_line(trace, cited)}", unsafe_allow_html=True)
+        st.markdown(claims_markdown(trace, cited) or "_No claims._", unsafe_allow_html=True)
     if audit:
         audit_form(trace, e, key=key)
 
@@ -610,11 +618,11 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
         return
     p = n.paper
     role = node_role(n)
-    st.markdown(f"##### {tex_markdown(p.title)}")
+    st.markdown(f"##### {tex_markdown(p.title)}", unsafe_allow_html=True)  # the TeX renderer: input escaped
     url = _safe_url(p.url)
-    st.markdown(f"{p.year or 'n.d.'} · {md_escape(authors_line(list(p.authors), 6))}"
+    st.markdown(f"{p.year or 'n.d.'} · {tex_markdown(authors_line(list(p.authors), 6))}"
                 + (f" · {md_escape(p.venue)}" if p.venue else "") + (f" · [{md_escape(p.id)}]({url})" if url else
-                                                                     f" · {code(p.id)}"))
+                                                                     f" · {code(p.id)}"), unsafe_allow_html=True)
     st.markdown(f'<span style="color:{ROLE_COLOURS[role]};font-weight:600">● {ROLE_LABELS[role]}</span>',
                 unsafe_allow_html=True)  # role label is our constant text
     if n.in_library:
@@ -638,12 +646,12 @@ def node_inspector(trace: RunTrace, pid: str) -> None:
         why_block(trace, pid)
     if p.abstract:
         with st.expander("Abstract"):
-            st.markdown(tex_markdown(p.abstract))
+            st.markdown(tex_markdown(p.abstract), unsafe_allow_html=True)
     st.markdown("**Claims**")
     cs = trace.claims.get(pid)
     if cs and cs.error:
         st.warning(f"Claim extraction failed: {md_escape(cs.error)}")
-    st.markdown(claims_markdown(trace, pid) or "_No claims._")
+    st.markdown(claims_markdown(trace, pid) or "_No claims._", unsafe_allow_html=True)
     st.markdown("**Edges** (select a row to inspect it)")
     rows = [{"Δ": round(e.delta, 3), "kept": e.kept, "direction": "cites →" if e.citing == pid else "← cited by",
              "other paper": tex_plain(trace.node(e.cited if e.citing == pid else e.citing).paper.title),

@@ -54,7 +54,7 @@ def offline_backend(stats: TermStats | None = None) -> ModelBackend:
     idf = stats.idf if stats else (lambda t: 1.0)
     return ModelBackend(
         name="offline",
-        planner=KeywordPlanner(idf=stats.idf if stats else None),
+        planner=KeywordPlanner(idf=stats.idf if stats else None, known=stats.df.__contains__ if stats else None),
         extractor=ExtractiveClaimExtractor(),
         scorer=LexicalSupportScorer(idf=idf),
     )

@@ -169,11 +169,12 @@ class ExtractiveClaimExtractor:
     """Offline extractor: selects 4–5 abstract sentences (clauses when too few), typed by cue words.
 
     Not a paraphraser and not a language model: a claim's text is its source
-    sentence with whitespace normalised. Papers whose abstract is empty get the
-    title as their only claim (``title_only``).
+    sentence with whitespace normalised. A claim is always a piece of the abstract: a short abstract
+    gives fewer claims, never the title as one of them. Papers whose abstract is empty get the title
+    as their only claim (``title_only``, said so in the claim set's notes).
     """
 
-    identity = "extractive-claims/v1"
+    identity = "extractive-claims/v2"
 
     def extract_many(self, papers: Sequence[Paper]) -> list[ClaimSet]:
         return [self.extract(p) for p in papers]
@@ -207,8 +208,6 @@ class ExtractiveClaimExtractor:
             phrase = text[s:e]
             claims.append(Claim(f"c{n}", classify_claim(phrase, n - 1), " ".join(phrase.split()), phrase))  # type: ignore[arg-type]
         if len(claims) < MIN_CLAIMS:
-            claims.append(Claim(f"c{len(claims) + 1}", classify_claim(paper.title, 0),  # type: ignore[arg-type]
-                                " ".join(paper.title.split()), paper.title))
-            notes.append(f"short abstract: {len(claims) - 1} sentence(s) plus the title")
+            notes.append(f"short abstract: {len(claims)} claim(s)")
         claims = check_verbatim(claims, paper.text)
         return ClaimSet(paper.id, claims, self.identity, notes=notes)

@@ -33,6 +33,7 @@ from .runtime import build_engine
 from .score_words import why_line
 from .stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from .terminal import printable
+from .tex import to_plain
 from .trace import RunTrace
 
 log = logging.getLogger("crase")
@@ -73,7 +74,8 @@ def _progress_printer(stream) -> Callable[[StageEvent], None]:
 def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str:
     """The ranked list with reasons, then stage counts, budget, cache and timings.
 
-    Every string taken from the trace passes through :func:`printable` (no escape sequences reach the terminal).
+    Every string taken from the trace passes through :func:`printable` (no escape sequences reach the terminal);
+    titles, authors and reasons have their TeX rendered as plain Unicode first (:func:`crase_core.tex.to_plain`).
     """
     lines: list[str] = []
     papers = {n.paper.id: n.paper for n in trace.nodes}
@@ -87,14 +89,14 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         lines.append("No results.")
     for r in shown:
         p = papers[r.paper_id]
-        authors = printable(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else ""))
+        authors = printable(to_plain(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")))
         mark = " [in your library]" if r.in_library else ""
-        head = f"{r.rank:>3}. [{r.score:.4f}]{mark} {printable(p.title)} ({p.year or 'n.d.'}) — {printable(p.id)}"
+        head = f"{r.rank:>3}. [{r.score:.4f}]{mark} {printable(to_plain(p.title))} ({p.year or 'n.d.'}) — {printable(p.id)}"
         lead = head[: len(head) - len(head.lstrip())]  # shorten() drops leading spaces: keep the rank aligned
         lines.append(lead + textwrap.shorten(head, width=width - len(lead), placeholder="…"))
         if authors:
             lines.append("       " + textwrap.shorten(authors, width=width - 7, placeholder="…"))
-        lines.append("       " + textwrap.shorten(f"why: {printable(r.reason)}", width=width - 7, placeholder="…"))
+        lines.append("       " + textwrap.shorten(f"why: {printable(to_plain(r.reason))}", width=width - 7, placeholder="…"))
         if r.score_parts:  # what the score is made of (crase show --why: every part)
             lines.append("       " + textwrap.shorten(f"rank: {printable(why_line(trace, r))}", width=width - 7,
                                                       placeholder="…"))

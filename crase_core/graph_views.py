@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputError
+from .paper_text import authors_line, first_author_surname, shorten_words, tex_accents, tex_plain
 from .records import EdgeRecord, NodeRecord
-from .tex import authors_line, first_author_surname, shorten_words, tex_accents, tex_plain
 from .text import STOPWORDS, stem
 from .trace import RunTrace
 

@@ -12,8 +12,10 @@ The :class:`KeywordPlanner` is deterministic and only ever *removes* words from
 the query, so it cannot add tasks, methods, data sets or domains (the paper's
 planning rule):
 
-1. ρ₁ = the query's content words (stop words and question framing removed),
-   capped at the ``max_terms`` rarest, in query order;
+1. ρ₁ = the query's content words — stop words removed, and the words of how a question is put
+   (:data:`QUESTION_WORDS`: "looking for", "an analysis of", "is proven", "an explanation of") —
+   capped at the ``max_terms`` rarest (corpus IDF; a word the corpus never uses retrieves nothing and
+   comes last), in query order;
 2. one sub-query per clause of the query (split at punctuation and at
    connectives such as "via", "using", "with", "and"), clauses with the most
    IDF mass first;
@@ -43,6 +45,28 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
+#: how a literature question is put, not what it asks about: the request ("looking for", "we need"), the kind of
+#: text wanted ("an analysis", "a description", "an explanation", "an overview") and the asker's framing ("is it
+#: proven", "is it known", "does someone demonstrate"). Matched by stem, so every inflection goes (no word here
+#: shares its stem with a term of the field: "related" is not here, its stem is relativity's).
+QUESTION_WORDS: frozenset[str] = frozenset(str.split(
+    "looking look seeking seek searching want wanted wish need needed needs interested curious recommend "
+    "suggest suggestion analysis analyses analyze analyzed analyzing analyse analysed analysing investigation "
+    "investigate investigated investigating examine examined examining examination explain explained "
+    "explaining explanation explanations describe described describing description descriptions discussion "
+    "discussions overview treatment treat treated account understand understanding insight insights known "
+    "proven prove proves proved proving demonstrate demonstrated demonstrating demonstration argue argued "
+    "arguing establish established establishing possible possibly particular specific specifically "
+    "regarding concerning address addressed addressing"))
+QUESTION_STEMS: frozenset[str] = frozenset(stem(w) for w in QUESTION_WORDS)
+
+
+def planning_words(text: str) -> list[str]:
+    """The content words of ``text`` that say what it asks about: :func:`~crase_core.text.content_words`
+    without the words of how it is asked (:data:`QUESTION_WORDS`, by stem)."""
+    return [w for w in content_words(text) if stem(w) not in QUESTION_STEMS]
+
+
 class Planner(Protocol):
     """Turns a query into keyword sub-queries. A planner with a true ``offline`` attribute (the keyword and
     phrase planners) plans with ``PipelineSettings.L_offline`` sub-queries, any other (a model) with ``L``."""
@@ -55,15 +79,20 @@ class Planner(Protocol):
 class KeywordPlanner:
     """Deterministic offline planner (see module docstring)."""
 
-    identity = "keyword-planner/v1"
+    identity = "keyword-planner/v2"
     offline = True
 
-    def __init__(self, idf: Callable[[str], float] | None = None, max_terms: int = 10):
+    def __init__(self, idf: Callable[[str], float] | None = None, max_terms: int = 10,
+                 known: Callable[[str], bool] | None = None):
+        """``idf``: of a stem (default: the stem's length); ``known``: whether the corpus has the stem (default:
+        every stem is known)."""
         self._idf = idf or (lambda term: float(len(term)))
+        self._known = known or (lambda term: True)
         self.max_terms = max_terms
 
     def _weight(self, word: str) -> float:
-        return self._idf(stem(word))
+        st = stem(word)
+        return self._idf(st) if self._known(st) else -1.0  # an unknown word retrieves nothing: rarest last
 
     def _dedupe_words(self, words: list[str]) -> list[str]:
         seen: set[str] = set()
@@ -80,14 +109,14 @@ class KeywordPlanner:
         return [w for w in words if w in keep]
 
     def plan(self, query: str, max_subqueries: int) -> PlanResult:
-        words = self._dedupe_words(content_words(query))
+        words = self._dedupe_words(planning_words(query))
         if not words:
             return PlanResult(query=query, subqueries=[], planner=self.identity,
                               notes=["the query has no content words to search for"])
         candidates: list[list[str]] = [self._rarest(words, self.max_terms)]
         clauses = []
         for part in _CLAUSE_SPLIT.split(query):
-            cw = self._dedupe_words(content_words(part or ""))
+            cw = self._dedupe_words(planning_words(part or ""))
             if cw:
                 clauses.append(self._rarest(cw, self.max_terms))
         clauses.sort(key=lambda c: -sum(self._weight(w) for w in c))

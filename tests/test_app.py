@@ -94,7 +94,7 @@ def test_empty_query_and_estimate_budget(app_env):
     # the estimate runs nothing: no trace is opened and no result is shown
     assert "trace" not in at.session_state or at.session_state["trace"] is None
     assert not [m for m in at.markdown if "Why it is here" in m.value]
-    assert not [c for c in at.caption if c.value.startswith("Why it is here")]
+    assert not [c for c in at.caption if "Why it is here" in c.value]
     # the real run then needs exactly the estimated graph: 1 + |V| + |E|
     at = _search(at, QUERY)
     trace = at.session_state["trace"]

@@ -23,8 +23,22 @@ def _click(at: AppTest, label: str) -> AppTest:
 
 
 def _card_captions(at: AppTest) -> list[str]:
-    """The captions of the result cards (why the paper is here, then why it has its rank: its score's parts)."""
-    return [c.value for c in at.caption if c.value.startswith("Why it is here: ")]
+    """The captions of the result cards (authors and link, why the paper is here, why it has its rank)."""
+    return [c.value for c in at.caption if "  \nWhy it is here: " in c.value]
+
+
+def _popovers(at: AppTest, label: str) -> list:
+    """The popovers labelled ``label`` (AppTest has no accessor for them: read the element tree)."""
+    found = []
+
+    def walk(node) -> None:
+        if getattr(node, "type", None) == "popover" and node.proto.popover.label == label:
+            found.append(node)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)  # noqa: SLF001 - no public way
+    return found
 
 
 def _search(at: AppTest, query: str) -> AppTest:
@@ -42,17 +56,23 @@ def test_cards_and_honest_numbers(app_env):
     total = at.session_state["elapsed"][trace.run_id]
     assert metrics["total time"] == f"{total:.1f} s" and total >= sum(trace.timings.values())
     assert not [m for m in at.markdown if "model calls" in m.value]
-    # every card says why the paper is here and explains its score in words (one caption, two lines), and
+    # every card says why the paper is here and explains its score in words (the caption and its tooltip), and
     # has its abstract one click away
-    from crase_app.display import md_escape
+    from crase_app.display import authors_line, md_escape, tex_markdown
     from crase_app.why import why_caption
     from crase_core.score_words import score_sentence, why_line
 
     cards = _card_captions(at)
-    assert cards == [f"Why it is here: {md_escape(r.reason)}  \nWhy this rank: {why_caption(trace, r)}"
-                     for r in trace.results]
+    papers = {n.paper.id: n.paper for n in trace.nodes}
+    assert [c.split("  \n", 1)[1] for c in cards] == [
+        f"Why it is here: {tex_markdown(r.reason)}  \nWhy this rank: {why_caption(trace, r)}" for r in trace.results[:20]]
     assert all(why_caption(trace, r) == md_escape(why_line(trace, r)) and why_line(trace, r).startswith(
         f"score {r.score:.4f} = ") for r in trace.results)
+    helps = [c.help for c in at.caption if "  \nWhy it is here: " in c.value]  # the score in words, on hover
+    assert [h.split("  \n")[0] for h in helps] == [f"Score: {md_escape(score_sentence(trace, r))}."
+                                                  for r in trace.results[:20]]
+    assert [c.split(" · ")[0].split("  \n")[0] for c in cards] == [
+        tex_markdown(authors_line(list(papers[r.paper_id].authors))).split(" · ")[0] for r in trace.results[:20]]
     assert len([m for m in at.markdown if f" · score {trace.results[0].score:.4f}" in m.value]) == 1
     top = trace.results[0]
     share = trace.ranking.scores[top.paper_id] / sum(trace.ranking.scores.values())  # the ranker's share, not the fused score
@@ -63,8 +83,8 @@ def test_cards_and_honest_numbers(app_env):
         f"{share:.1%} of the total salsa score — {multiple:.1f}× the average of the "
         f"{len(trace.ranking.scores)} papers in the pruned graph; placed by {how} text match with the whole "
         f"query ({trace.settings.fusion} fusion)")
-    assert sum(e.label == "Abstract" for e in at.expander) == len(trace.results)
-    assert sum(e.label == "Why this rank: the score's parts" for e in at.expander) == len(trace.results)
+    assert len(_popovers(at, "Abstract")) == min(20, len(trace.results))  # the abstract one click away
+    assert sum(e.label == "Why this rank: the score's parts" for e in at.expander) == min(20, len(trace.results))
     # the progress board started with opening the corpus
     assert any(m.value.startswith(":material/check_circle: Open the corpus and its search index — ready")
                for m in at.markdown)
@@ -73,12 +93,12 @@ def test_cards_and_honest_numbers(app_env):
 def test_estimate_never_sits_above_another_querys_results(app_env):
     at = _search(AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run(), QUERY)
     assert [m for m in at.markdown if "Why it is here" in m.value] or [
-        c for c in at.caption if c.value.startswith("Why it is here")]
+        c for c in at.caption if "Why it is here" in c.value]
     at.text_area(key="query_text").input("Virasoro symmetry of anti-de Sitter gravity")
     at = _click(at, "Estimate budget")
     assert not at.exception
     assert any(i.value.startswith("**Budget: ") for i in at.info)
-    assert not [c for c in at.caption if c.value.startswith("Why it is here")]
+    assert not [c for c in at.caption if "Why it is here" in c.value]
     assert not [s for s in at.subheader if s.value == "Results"]
     assert any("results of the open run (another query) are hidden" in c.value for c in at.caption)
     # the same query as the open run: its results may stay
@@ -126,11 +146,11 @@ def test_weak_match_notice_and_links_on_the_embedded_corpus(tmp_path, monkeypatc
     weak = [w.value for w in at.warning if w.value.startswith("Weak match")]
     assert len(weak) == 1
     # cards link to arXiv, built from the validated id
-    links = [m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]
+    links = [m.value for m in at.caption if "](https://arxiv.org/abs/hep-th/" in m.value]
     n = len(at.session_state["trace"].results)
     assert n == 50 and len(links) == 20  # the first 20 cards, then all on request
     at = _click(at, "Show all 50 papers")
-    assert len([m.value for m in at.markdown if "](https://arxiv.org/abs/hep-th/" in m.value]) == n
+    assert len([m.value for m in at.caption if "](https://arxiv.org/abs/hep-th/" in m.value]) == n
     assert not [b for b in at.button if b.label.startswith("Show all")]
     st.cache_resource.clear()
 

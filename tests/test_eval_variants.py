@@ -31,7 +31,7 @@ def test_apply_variant(tiny_source):
     assert apply_variant("relevance-seeds", engine, tiny_source)[1] is relevance_seeds
     phrase, seeding = apply_variant("phrase-planner", engine, tiny_source)
     assert phrase.backend.planner.identity == "phrase-planner/v1" and seeding is search_seeds
-    assert engine.backend.planner.identity == "keyword-planner/v1"  # the original engine is untouched
+    assert engine.backend.planner.identity == "keyword-planner/v2"  # the original engine is untouched
     trace = run_query("black hole entropy from D-branes", phrase, PipelineSettings(m=2))
     assert trace.backend["planner"] == "phrase-planner/v1" and trace.plan.subqueries
     assert any(n.startswith("sub-query 1 ") for n in trace.plan.notes)  # each sub-query says what it is for

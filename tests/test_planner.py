@@ -96,4 +96,23 @@ def test_never_adds_words_respects_L_and_is_distinct(query, L):
         assert set(sq.split()) <= allowed, sq  # only the query's own words (lower-cased)
     stem_sets = [frozenset(stem(w) for w in sq.split()) for sq in r.subqueries]
     assert len(set(stem_sets)) == len(stem_sets)  # no two sub-queries search for the same stems
-    assert r.planner == "keyword-planner/v1"
+    assert r.planner == "keyword-planner/v2"
+
+
+def test_how_a_question_is_asked_is_not_searched_for():
+    # "Looking for an analysis of …, … is proven": looking, analysis and proven are QUESTION_WORDS; the rest are
+    # the question's content words, all kept (7 of them, under max_terms), in query order
+    q = "Looking for an analysis of the bosonic string spectrum on AdS3 where unitarity is proven"
+    assert plan(q, 1) == ["bosonic string spectrum ads3 unitarity"]
+    # every inflection goes (matched by stem) — and only those: "relativity" is not "related"
+    assert plan("an explanation explaining explained relativity", 5) == ["relativity"]
+    assert plan("looking for an analysis", 5) == []
+
+
+def test_a_word_the_corpus_never_uses_comes_last():
+    known = {"gaug", "theori", "lattic"}.__contains__
+    idf = {"gaug": 3.0, "theori": 1.0, "lattic": 5.0}
+    # "qwzx" is unknown: without ``known`` it would be the rarest (length idf 4 > theory's 1) and take a place
+    assert plan("gauge theory qwzx lattice", 1, idf=lambda s: idf.get(s, 4.0), max_terms=3) == ["gauge qwzx lattice"]
+    assert plan("gauge theory qwzx lattice", 1, idf=lambda s: idf.get(s, 4.0), max_terms=3, known=known) == [
+        "gauge theory lattice"]

@@ -46,19 +46,9 @@ def _app() -> AppTest:
     return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
 
 
-_SEARCH_HASH: list[str] = []
-
-
 def _go(at: AppTest, page: str) -> AppTest:
-    """Switch to a page file, or to the Search page (a callable page: AppTest can only reach it by its hash)."""
-    if page != "Search":
-        return at.switch_page(page).run()
-    found = [h for h, info in at._registered_pages.items()  # noqa: SLF001 - no public way
-             if info.get("page_name") == "Search" and not info.get("script_path")]
-    if found:
-        _SEARCH_HASH[:] = found[:1]
-    at._page_hash = _SEARCH_HASH[0]  # noqa: SLF001
-    return at.run()
+    """Switch to a page file; "Search" is the Search page (app_pages/0_Search.py)."""
+    return at.switch_page("app_pages/0_Search.py" if page == "Search" else page).run()
 
 
 def _search(at: AppTest, query: str) -> AppTest:
@@ -248,31 +238,61 @@ def _bench(env_eval: Path) -> AppTest:
     return at
 
 
+def _summary_run(folder: Path, name: str = "crase", recall: float = 0.5) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = {f"{m}@{k}": recall for m in ("recall", "map") for k in (5, 10, 20, 30, 40, 50)}
+    summary.update(queries=3, job={"method": name, "bench": "b.jsonl", "settings": {}})
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "per_query.jsonl").write_text('{"qid": "q1"}\n')
+
+
 @pytest.mark.fault_kind("app-benchmark-path")
 def test_benchmark_page_reads_only_the_allowed_roots(app_env, tmp_path):
     outside = tmp_path / "outside"
-    (outside / "secret").mkdir(parents=True)
-    (outside / "secret" / "report.md").write_text("# OUTSIDE-SECRET\n")
-    (outside / "report.md").write_text("# OUTSIDE-SECRET\n")
+    _summary_run(outside / "secret" / "OUTSIDE-SECRET")
+    _summary_run(outside / "OUTSIDE-SECRET-RUN")
     ev = tmp_path / "eval"
-    (ev / "mine").mkdir(parents=True)
-    (ev / "mine" / "report.md").write_text("# my eval\n\n| run | R@5 |\n|---|---|\n| x | 0.5 |\n")
+    _summary_run(ev / "study" / "mine")
     (ev / "link_out").symlink_to(outside / "secret", target_is_directory=True)
     (ev / "linked").mkdir()
-    (ev / "linked" / "report.md").symlink_to(outside / "report.md")
+    (ev / "linked" / "run").symlink_to(outside / "OUTSIDE-SECRET-RUN", target_is_directory=True)
     deep = ev.joinpath(*[f"d{i}" for i in range(8)])
-    deep.mkdir(parents=True)
-    (deep / "report.md").write_text("# too deep\n")
+    _summary_run(deep / "too deep")
     at = _bench(ev)
     assert not at.text_input  # no free-text path
     options = at.selectbox(key="bench_report").options
     mine = [o for o in options if "(your eval folder)" in o]
-    assert mine == ["Single method — mine (your eval folder)"]
+    assert mine == ["Retrieval comparison — study (your eval folder)"]
     for option in options:
         at.selectbox(key="bench_report").select(option).run()
         assert not at.exception
-        shown = "\n".join(m.value for m in at.markdown)
+        shown = "\n".join(m.value for m in at.markdown) + "\n".join(
+            " ".join(map(str, d.value["run"].tolist())) for d in at.dataframe if "run" in d.value)
         assert "OUTSIDE-SECRET" not in shown and "too deep" not in shown, option
+
+
+@pytest.mark.fault_kind("app-benchmark-broken-summary")
+def test_benchmark_page_survives_broken_summaries(app_env, tmp_path):
+    ev = tmp_path / "eval" / "bench"
+    _summary_run(ev / "crase")
+    for name, text in (("broken", "{not json"), ("nan", '{"recall@5": NaN}'), ("deep", "[" * 100_000),
+                       ("strings", '{"recall@5": "0.9", "queries": "x"}'), ("list", "[1, 2]")):
+        (ev / name).mkdir()
+        (ev / name / "summary.json").write_text(text)
+        (ev / name / "per_query.jsonl").write_text("")
+    (ev / "huge").mkdir()
+    (ev / "huge" / "summary.json").write_bytes(b" " * (3 << 20) + b"{}")
+    (ev / "huge" / "per_query.jsonl").write_text("")
+    if hasattr(os, "mkfifo"):
+        (ev / "fifo").mkdir()
+        os.mkfifo(ev / "fifo" / "summary.json")
+        (ev / "fifo" / "per_query.jsonl").write_text("")
+    at = _bench(tmp_path / "eval")
+    label = "Retrieval comparison — bench (your eval folder)"
+    at.selectbox(key="bench_report").select(label).run()
+    assert not at.exception
+    runs = [d.value for d in at.dataframe]
+    assert [r["run"].tolist() for r in runs] == [["crase"]]  # the unreadable ones are left out, not shown wrong
 
 
 @pytest.mark.fault_kind("app-benchmark-path")
@@ -287,18 +307,15 @@ def test_benchmark_page_scan_is_bounded(app_env, tmp_path):
 
 @pytest.mark.fault_kind("app-benchmark-default-report")
 def test_benchmark_page_opens_on_the_retrieval_comparison_with_tables(app_env, tmp_path):
-    from crase_core.evaluation.report import RunSummary, write_report
-
-    summary = {f"{m}@{k}": 0.5 for m in ("recall", "map") for k in (5, 10, 20, 30, 40, 50)}
-    summary.update(queries=3, job={"bench": "b.jsonl"})
-    write_report(tmp_path / "eval" / "newest", [RunSummary("x", summary)], title="newest")  # newest file time
+    _summary_run(tmp_path / "eval" / "newest")  # a newer run of the user's: the dev comparison still comes first
     at = _bench(tmp_path / "eval")
     assert at.selectbox(key="bench_report").value == "Retrieval comparison — hepth_litsearch_dev (project results)"
     assert not [m.value for m in at.markdown if m.value.lstrip().startswith("|")]  # tables are tables
     quality = at.dataframe[0].value
-    assert list(quality.columns[:3]) == ["run", "R@5", "R@10"] and "crase" in quality["run"].tolist()
-    assert quality["R@5"].dtype.kind == "f"
-    scifact = next(o for o in at.selectbox(key="bench_report").options if o.startswith("Entailment scorers"))
+    assert list(quality.columns[:4]) == ["run", "what it is", "Recall@5", "Recall@20"] and quality["run"].tolist()[:2] == [
+        "crase", "bm25"]
+    assert quality["Recall@5"].dtype.kind == "f"
+    scifact = next(o for o in at.selectbox(key="bench_report").options if o.startswith("Entailment scorer"))
     at.selectbox(key="bench_report").select(scifact).run()
     shown = "\n".join(m.value for m in at.markdown)
     assert "{'" not in shown and "919 claim–abstract pairs (NEI 355, CONTRADICT 194, SUPPORT 370)" in shown
@@ -350,3 +367,31 @@ def test_dense_embedding_cache_concurrent_first_writers(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "save", real_save)
     again = dense.DenseIndex(source, progress=False)
     assert again.emb.tolist() == [[float(i), 1.0] for i in range(5)]
+
+
+def test_a_model_endpoint_that_is_down_says_what_to_do_here_and_hides_the_earlier_results(app_env, tmp_path,
+                                                                                            monkeypatch):
+    """The endpoint nobody listens on: the message names what to do in the app (not the CLI's --base-url),
+    and the results of the run opened before are not drawn under this failed search."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed again: nothing listens there
+    settings = tmp_path / "settings.toml"
+    settings.write_text(f'[llm]\nbase_url = "http://127.0.0.1:{dead}/v1"\nmodel = "m"\ntimeout = 2\nmax_retries = 0\n')
+    monkeypatch.setenv("CRASE_SETTINGS", str(settings))
+    at = _search(_app(), QUERY)  # the offline default: a run with results is open
+    assert [c for c in at.caption if "Why it is here" in c.value]
+    at.selectbox(key="rt_backend").set_value("openai").run()
+    at.text_area(key="query_text").input(OTHER_QUERY)
+    next(b for b in at.button if b.label == "Search").click()
+    at.run(timeout=120)
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "cannot reach the model endpoint" in errors.lower()
+    assert "--base-url" not in errors and "Run settings → Model backend" in errors
+    assert not [c for c in at.caption if "Why it is here" in c.value]  # no card of the earlier run
+    assert not [s for s in at.subheader if s.value == "Results"]
+    assert any("No results for this search" in c.value and QUERY in c.value for c in at.caption)
+    assert at.session_state["trace"].query == QUERY  # that run stays open for the other pages
