@@ -29,16 +29,16 @@ from crase_app.shared import (
     trace_problem,
 )
 from crase_app.why import why_caption, why_details
-from crase_core import export
-from crase_core.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.errors import CraseError
-from crase_core.html_export import to_html
-from crase_core.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
+from crase_core.llm.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
-from crase_core.score_words import restart_words, score_sentence
-from crase_core.settings import PipelineSettings
+from crase_core.retrieval.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.budget import describe_budget
 from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
+from crase_core.views import export
+from crase_core.views.html_export import to_html
+from crase_core.views.score_words import restart_words, score_sentence
 
 log = logging.getLogger("crase.app")
 STAGE_LABELS = {

@@ -28,7 +28,7 @@ from crase_app.shared import (
     inspector,
     trace_page,
 )
-from crase_core.graph_views import communities
+from crase_core.views.graph_views import communities
 
 trace = trace_page("Evidence graph", "Hover a paper or an edge for its full text; click it to inspect it below "
                    "(claims, score matrix, Δ, decision). Double-click a paper to focus on it.")

@@ -7,8 +7,8 @@ import streamlit as st
 
 from crase_app.display import md_escape, tex_plain
 from crase_app.shared import trace_page
-from crase_core.proximity import WINDOW
-from crase_core.semantic import MODEL_NAME as SEMANTIC_MODEL
+from crase_core.retrieval.proximity import WINDOW
+from crase_core.retrieval.semantic import MODEL_NAME as SEMANTIC_MODEL
 
 trace = trace_page("Seeds", "Stage 1: one search per sub-query; a seed stands in the top t of both the relevance and the "
             "recency ranking (with question seeds on, the question's own top r by relevance join them). Stage 2 "

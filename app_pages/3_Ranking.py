@@ -10,8 +10,8 @@ import streamlit as st
 
 from crase_app.display import tex_plain
 from crase_app.shared import guarded, trace_page
-from crase_core.rankers import ranker_names
-from crase_core.rerank import Reranked, rerank
+from crase_core.audit.rerank import Reranked, rerank
+from crase_core.ranking.rankers import ranker_names
 
 trace = trace_page("Ranking", "The kept papers under each ranker (SALSA, personalised PageRank, CEP and any other "
                    "registered ranker), re-computed from the saved graph — no model calls. The walk's score is the "

@@ -19,7 +19,8 @@ from crase_app.shared import (
     run_store,
     trace_page,
 )
-from crase_core.audit import (
+from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, rank_changes
+from crase_core.audit.store import (
     audit_queue,
     edge_scorers,
     human_decisions,
@@ -29,7 +30,6 @@ from crase_core.audit import (
     verdict_from_judgement,
     verdicts_csv,
 )
-from crase_core.rerank import EdgeVerdict, apply_verdicts, rank_changes
 
 trace = trace_page("Audit", "Judge the pipeline's keep / prune decisions edge by edge. Verdicts are stored locally "
                    "(SQLite next to the runs folder) and summarised like the paper's Table 5; applying them ranks "

@@ -44,13 +44,13 @@ def main() -> None:
     os.environ["CRASE_CACHE_DIR"] = tempfile.mkdtemp(prefix="crase-bench-")
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache, cache_root
-    from crase_core.corpus import load_corpus
     from crase_core.pipeline import Engine, run_query
-    from crase_core.semantic import feedback_fuse
-    from crase_core.settings import PipelineSettings
+    from crase_core.retrieval.semantic import feedback_fuse
+    from crase_core.settings.pipeline import PipelineSettings
     from crase_core.sources.local import LocalSource, open_corpus
-    from crase_core.termstats import TermStats
-    from crase_core.textindex import TextIndex
+    from crase_core.store.corpus import load_corpus
+    from crase_core.store.termstats import TermStats
+    from crase_core.store.textindex import TextIndex
 
     t = time.perf_counter()
     load_corpus()
@@ -116,7 +116,7 @@ def main() -> None:
     # PPR vs networkx.pagerank on the same weighted, pruned graphs
     import networkx as nx
 
-    from crase_core.ranking import PersonalizedPageRank, WeightedGraph
+    from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph
     from crase_core.stages.ranking import personalization_vector
 
     ours_t, nx_t, diffs = [], [], []

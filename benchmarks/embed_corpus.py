@@ -13,9 +13,9 @@ The shipped ``assets/embeddings/hepth-…-all-MiniLM-L6-v2.f16.npy`` (and its ma
     .venv/bin/python benchmarks/embed_corpus.py manifest
 
 ``minilm`` embeds ``--papers`` papers spread evenly over the corpus with the product's embedder
-(:class:`crase_core.corpus_embed.MiniLMEmbedder`) and compares them with the shipped rows: the share of rows
+(:class:`crase_core.importers.corpus_embed.MiniLMEmbedder`) and compares them with the shipped rows: the share of rows
 identical bit for bit, the largest absolute difference and the lowest cosine. ``endpoint`` embeds ``--papers``
-papers through :class:`crase_core.corpus_embed.EndpointEmbedder` at each ``--batch-size`` and ``--concurrency``
+papers through :class:`crase_core.importers.corpus_embed.EndpointEmbedder` at each ``--batch-size`` and ``--concurrency``
 given and prints papers/s. Numbers go to stdout.
 """
 
@@ -29,7 +29,9 @@ import time
 
 import numpy as np
 
-from crase_core.embedding_files import (
+from crase_core.retrieval.semantic import MODEL_NAME, embeddings_file
+from crase_core.sources.local import open_corpus
+from crase_core.store.embedding_files import (
     Manifest,
     check_rows,
     embed_text,
@@ -38,8 +40,6 @@ from crase_core.embedding_files import (
     read_header,
     texts_digest,
 )
-from crase_core.semantic import MODEL_NAME, embeddings_file
-from crase_core.sources.local import open_corpus
 
 
 def _spread(n: int, k: int) -> list[int]:
@@ -47,7 +47,7 @@ def _spread(n: int, k: int) -> list[int]:
 
 
 def cmd_minilm(args: argparse.Namespace) -> None:
-    from crase_core.corpus_embed import MiniLMEmbedder
+    from crase_core.importers.corpus_embed import MiniLMEmbedder
 
     corpus = open_corpus(args.corpus)
     shipped, _ = read_embeddings(embeddings_file(corpus.name, corpus.fingerprint), rows=len(corpus),
@@ -72,7 +72,7 @@ def cmd_minilm(args: argparse.Namespace) -> None:
 
 
 def cmd_endpoint(args: argparse.Namespace) -> None:
-    from crase_core.corpus_embed import EndpointEmbedder
+    from crase_core.importers.corpus_embed import EndpointEmbedder
     from crase_core.llm.config import LLMSettings
 
     corpus = open_corpus(args.corpus)

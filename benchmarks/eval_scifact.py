@@ -7,7 +7,7 @@ offline word-overlap support scorer, and with --llm the model backend's entailme
 For each scorer: precision / recall / F1 of "supported" (max_j M[0][j] ≥ θ) against SUPPORT vs
 CONTRADICT + NOT-ENOUGH-INFO, at θ and over a threshold sweep, on full abstracts and on the rationale
 sentences, and the best-F1 threshold on a 0.01 grid (the word-overlap scorer's calibrated threshold,
-crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA, is that threshold on full abstracts). Writes
+crase_core.evidence.entailment.WORD_OVERLAP_SUPPORT_THETA, is that threshold on full abstracts). Writes
 OUT/scifact.json and OUT/report.md.
 """
 
@@ -17,8 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA
 from crase_core.evaluation.scifact import evaluate_scorer, load_pairs, offline_scorer
+from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from crase_core.corpus import DEFAULT_CORPUS_DIR, month_from_id, split_authors  # noqa: E402
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id, split_authors  # noqa: E402
 
 PART = 5000
 PARTITION = "updated_date=2003-12-31"
@@ -182,9 +182,9 @@ def _import(src: Path, dest: Path, fmt: str) -> dict[str, Any]:
 
 def check(dest: Path, fmt: str, benches: list[str], data: Path) -> dict[str, Any]:
     """Run every dev query on the imported corpus ``dest`` (ids mapped) and compare with the committed rows."""
-    from crase_core import semantic
     from crase_core.evaluation.benchmark import BenchQuery, load_benchmark
     from crase_core.evaluation.harness import EvalJob, evaluate_query, read_rows
+    from crase_core.retrieval import semantic
     from crase_core.runtime import RuntimeConfig
     from crase_core.sources import local
 

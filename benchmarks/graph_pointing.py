@@ -12,7 +12,7 @@ curve; for every paper to its centre. Printed per view (and over all):
 * ``edge → itself``: share of edge midpoints at which the graph's hit test names that edge (what hover
   highlights and a click opens);
 * ``nearest = itself``: share whose nearest item by the reference geometry
-  (:func:`crase_core.graph_views.pointed_items`) is that edge;
+  (:func:`crase_core.views.graph_views.pointed_items`) is that edge;
 * ``clear 5 px``: share with no other item (edge or paper rim) within 5 px — a midpoint a hand can hit;
 * ``script = reference``: share of midpoints where the hit test names the reference's nearest item (items
   within 0.5 px of each other count as a tie);
@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from crase_app.graph_view import component_args  # noqa: E402
-from crase_core import graph_views as V  # noqa: E402
 from crase_core import trace as trace_io  # noqa: E402
 from crase_core.trace import RunTrace  # noqa: E402
+from crase_core.views import graph_views as V  # noqa: E402
 
 COMPONENT = ROOT / "assets" / "ui" / "graph_component" / "index.html"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -52,7 +52,7 @@ def demo_traces(tmp: Path) -> list[Path]:
     from crase_core.cache import ResultCache
     from crase_core.pipeline import Engine, run_query
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     source = LocalSource.open()
     engine = Engine(source, offline_backend(TermStats.from_index(source.text_index)), ResultCache(tmp / "cache"))
@@ -110,7 +110,7 @@ def show_view(page: Any, trace: RunTrace, layout: str, groups: V.Communities | N
 
 def export_rows(browser: Any, paths: list[Path], views: list[str], window: tuple[int, int], tmp: Path) -> list[Any]:
     """The same shares in the HTML export (``crase export --format html``) of each run, opened from disk."""
-    from crase_core.html_export import to_html
+    from crase_core.views.html_export import to_html
 
     rows = []
     page = browser.new_page(viewport={"width": window[0], "height": window[1]})

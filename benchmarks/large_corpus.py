@@ -122,9 +122,9 @@ def generate(folder: Path, n: int, refs: float, seed: int = 0, start: int = 0) -
 def split_corpus(source: Path, folder: Path, batch: Path, share: float) -> dict[str, int]:
     """Copy the corpus ``source`` as ``folder`` minus its last ``share`` of papers, which go to ``batch``
     with the citation lines they start (to be appended)."""
-    from crase_core.corpus import _find, _lines
+    from crase_core.store.corpus import find_file, read_lines
 
-    lines = [line for _, line in _lines(_find(source, "papers.jsonl")) if line.strip()]
+    lines = [line for _, line in read_lines(find_file(source, "papers.jsonl")) if line.strip()]
     cut = len(lines) - int(len(lines) * share) if share > 0 else len(lines)
     moved = {json.loads(line)["id"] for line in lines[cut:]}
     for d in (folder, batch):
@@ -132,7 +132,7 @@ def split_corpus(source: Path, folder: Path, batch: Path, share: float) -> dict[
         d.mkdir(parents=True)
     (folder / "papers.jsonl").write_text("".join(lines[:cut]), encoding="utf-8")
     (batch / "papers.jsonl").write_text("".join(lines[cut:]), encoding="utf-8")
-    cites = [line for _, line in _lines(_find(source, "citations.tsv"))]
+    cites = [line for _, line in read_lines(find_file(source, "citations.tsv"))]
     later = [c for c in cites if c.split("\t", 1)[0] in moved]
     (folder / "citations.tsv").write_text("".join(c for c in cites if c.split("\t", 1)[0] not in moved),
                                           encoding="utf-8")
@@ -167,9 +167,9 @@ def _queries(folder: Path, n_papers: int, k: int = 20) -> list[str]:
     """``k`` queries: the first four title words of papers spread evenly over the corpus."""
     wanted = {int(i) for i in np.linspace(0, n_papers - 1, k)}
     out = []
-    from crase_core.corpus import _find, _lines
+    from crase_core.store.corpus import find_file, read_lines
 
-    for i, (_, line) in enumerate(_lines(_find(folder, "papers.jsonl"))):
+    for i, (_, line) in enumerate(read_lines(find_file(folder, "papers.jsonl"))):
         if i in wanted:
             out.append(" ".join(json.loads(line)["title"].split()[:4]))
         if len(out) == k:

@@ -287,8 +287,8 @@ def scifact_pairs(sample: list[dict[str, Any]], corpus: dict[int, dict[str, Any]
 
 def lexical_scorer_for(corpus: dict[int, dict[str, Any]]) -> Any:
     """The offline scorer with IDF from the SciFact abstracts (the domain of the sample)."""
-    from crase_core.entailment import LexicalSupportScorer
-    from crase_core.termstats import TermStats
+    from crase_core.evidence.entailment import LexicalSupportScorer
+    from crase_core.store.termstats import TermStats
     from crase_core.text import content_terms
 
     df: dict[str, int] = {}
@@ -416,7 +416,7 @@ def main() -> None:
     # a FRESH cache (result cache, corpus pickle, BM25 index) before anything reads $CRASE_CACHE_DIR
     os.environ["CRASE_CACHE_DIR"] = tempfile.mkdtemp(prefix="crase-llm-bench-")
     from crase_core.llm.localserver import start_server
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     t0 = time.perf_counter()
     server = start_server(args.model, n_threads=args.threads)

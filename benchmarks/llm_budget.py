@@ -40,8 +40,8 @@ from crase_core.evaluation.benchmark import load_benchmark, query_filter  # noqa
 from crase_core.pipeline import Engine, run_query  # noqa: E402
 from crase_core.records import Usage  # noqa: E402
 from crase_core.runtime import RuntimeConfig, local_source  # noqa: E402
-from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings  # noqa: E402
-from crase_core.termstats import TermStats  # noqa: E402
+from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings  # noqa: E402
+from crase_core.store.termstats import TermStats  # noqa: E402
 
 LATENCY = (0.03, 4000.0, 60.0)  # fixed s, prompt tokens/s, completion tokens/s per request
 IN_FLIGHT = 8

@@ -29,12 +29,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from crase_core.corpus import DEFAULT_CORPUS_DIR, month_from_id  # noqa: E402
 from crase_core.evaluation import significance  # noqa: E402
 from crase_core.evaluation.benchmark import load_benchmark  # noqa: E402
 from crase_core.evaluation.harness import EvalJob, evaluate_query  # noqa: E402
 from crase_core.runtime import RuntimeConfig  # noqa: E402
 from crase_core.stages import expansion  # noqa: E402
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id  # noqa: E402
 
 RUNS = ("bm25", "off", "text", "hop", "hop+text")
 

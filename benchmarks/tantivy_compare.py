@@ -87,14 +87,14 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _find(folder: Path, name: str) -> Path:
+def find_file(folder: Path, name: str) -> Path:
     for p in (folder / name, folder / f"{name}.gz"):
         if p.is_file():
             return p
     raise SystemExit(f"no {name}[.gz] in {folder}")
 
 
-def _lines(path: Path) -> Iterator[str]:
+def read_lines(path: Path) -> Iterator[str]:
     opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         yield from f
@@ -164,11 +164,11 @@ def open_index(path: Path, mode: str) -> Any:
 def _tantivy_docs(folder: Path, start_pos: int, mode: str) -> Iterator[Any]:
     import tantivy
 
-    from crase_core.corpus import parse_paper_line
+    from crase_core.store.corpus import parse_paper_line
     from crase_core.text import content_terms
 
-    path, seen, pos = _find(folder, "papers.jsonl"), set(), start_pos
-    for lineno, line in enumerate(_lines(path), 1):
+    path, seen, pos = find_file(folder, "papers.jsonl"), set(), start_pos
+    for lineno, line in enumerate(read_lines(path), 1):
         p = parse_paper_line(line, path, lineno)
         if p is None or p.id in seen:
             continue
@@ -489,7 +489,7 @@ class Bench:
 def synthetic_queries(folder: Path, n_papers: int, k: int) -> dict[str, list[str]]:
     """``k`` titles of papers spread evenly over the corpus: their first four words, and whole."""
     wanted = {int(i) for i in np.linspace(0, n_papers - 1, k)}
-    titles = [json.loads(line)["title"] for i, line in enumerate(_lines(_find(folder, "papers.jsonl"))) if i in wanted]
+    titles = [json.loads(line)["title"] for i, line in enumerate(read_lines(find_file(folder, "papers.jsonl"))) if i in wanted]
     return {"four_words": [" ".join(t.split()[:4]) for t in titles], "titles": titles}
 
 
@@ -613,7 +613,7 @@ def compare_runs(runs: dict[str, dict[str, list[str]]], relevant: dict[str, set[
 def analyzer_agreement(corpus: Path) -> dict[str, Any]:
     """How many documents the ``matched`` analyzer tokenises exactly as ``document_terms`` does, with examples."""
     from crase_core.sources.local import LocalSource
-    from crase_core.textindex import document_terms
+    from crase_core.store.textindex import document_terms
 
     src, an = LocalSource.open(corpus), analyzer("matched")
     same, examples = 0, list[dict[str, Any]]()
@@ -637,7 +637,7 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[Path, int, list[tuple
         if "build" in args.phases.split(",") or not folder.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(args.corpus, folder)
-        n = sum(1 for line in _lines(_find(folder, "papers.jsonl")) if line.strip())
+        n = sum(1 for line in read_lines(find_file(folder, "papers.jsonl")) if line.strip())
         return folder, n, [], {"corpus": str(args.corpus), "papers": n}
     n = args.papers
     if not (folder / "papers.jsonl").is_file():

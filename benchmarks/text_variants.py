@@ -14,7 +14,7 @@ the project's own BM25 (``bm25`` rows of the harness; the script checks that its
    over BM25's top ``--depth`` ∪ LSA's top ``--depth`` (as ``dense_hybrid.py``). The SVD is fitted on the
    whole corpus, hidden papers included (like the index's idf; hidden papers never rank).
 3. **Semantic feedback at the text level** (``bm25+semantic-feedback-w``): BM25's top 100 fused with the papers
-   whose shipped MiniLM embedding is nearest to its top hit's (``crase_core.semantic.feedback_fuse``, the
+   whose shipped MiniLM embedding is nearest to its top hit's (``crase_core.retrieval.semantic.feedback_fuse``, the
    default pipeline's signal, here without the graph), weight w.
 4. **BM25's parameters** (``bm25-t{T}-k{k1}-b{b}``): k1, b and how many times the title counts (1, 2 = the
    index's, 3), on a grid. Changing them changes the BM25 baseline itself.
@@ -48,16 +48,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
-from crase_core import textindex
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
 from crase_core.evaluation.metrics import KS, per_query_metrics
 from crase_core.evaluation.report import kind_table, paired_table
+from crase_core.retrieval.semantic import feedback_fuse
 from crase_core.runtime import RuntimeConfig, build_engine, local_source
-from crase_core.semantic import feedback_fuse
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.store import textindex
+from crase_core.store.textindex import TextIndex
 from crase_core.text import STOPWORDS, content_terms, content_words, stem
-from crase_core.textindex import TextIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from text_fusion import interpolate, order_by, overall_table, top_ids  # noqa: E402
@@ -134,7 +134,7 @@ def term_matrix(docs: Sequence[tuple[str, str]], title_times: int, vocab: dict[s
 
 
 def bm25_scorer(counts: sp.csc_matrix, vocab: Mapping[str, int], k1: float, b: float) -> Scorer:
-    """Lucene BM25 over ``counts`` (as crase_core.textindex: idf = ln(1 + (N − df + 0.5)/(df + 0.5)))."""
+    """Lucene BM25 over ``counts`` (as crase_core.store.textindex: idf = ln(1 + (N − df + 0.5)/(df + 0.5)))."""
     n = counts.shape[0]
     dl = np.asarray(counts.sum(1)).ravel().astype(np.float64)
     avgdl = dl.mean()
@@ -205,7 +205,7 @@ def text_rows(queries: Sequence[BenchQuery], index: TextIndex, ids: Sequence[str
             extra = expansions(q.query, table, reverse)
             s = lexical + (w * np.where(visible, index.scores(" ".join(extra)), 0.0) if extra else 0.0)
             add(f"acronyms{'-rev' if reverse else ''}-{w:g}", q, top_ids(np.where(s > 0, s, -np.inf), ids, 50))
-        if source_q.embeddings is not None:  # semantic feedback (crase_core.semantic) on the plain BM25 list
+        if source_q.embeddings is not None:  # semantic feedback (crase_core.retrieval.semantic) on the plain BM25 list
             hits = source_q.search(q.query, 100)
             for w in feedback_weights:
                 fused = feedback_fuse(hits, source_q.embeddings, source_q.corpus.index, source_q.corpus.papers,

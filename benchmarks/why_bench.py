@@ -22,14 +22,14 @@ DEFAULT_QUERIES = [ROOT.parent / "shared" / "data" / "benchmarks" / "hepth_refs_
 
 
 def main() -> None:
+    from crase_core.audit.rerank import EdgeVerdict, apply_verdicts
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache, cache_root
     from crase_core.pipeline import Engine, run_query
-    from crase_core.rerank import EdgeVerdict, apply_verdicts
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
     from crase_core.sources.local import LocalSource
     from crase_core.stages.ranking import rank_graph, score_parts
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=Path, default=next((p for p in DEFAULT_QUERIES if p.exists()), None))

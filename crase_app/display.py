@@ -10,23 +10,23 @@ import json
 import re
 from pathlib import Path
 
-from crase_core import tex
-from crase_core.graph_views import PRUNED_EDGE_COLOUR, ROLE_COLOURS, ROLE_LABELS  # noqa: F401 - colours of every page
-from crase_core.paper_text import (  # noqa: F401 - the app's pages import these from here
+from crase_core.records import NodeRecord
+from crase_core.resources import demo_queries_file
+from crase_core.views import tex
+from crase_core.views.graph_views import PRUNED_EDGE_COLOUR, ROLE_COLOURS, ROLE_LABELS  # noqa: F401 - colours of every page
+from crase_core.views.paper_text import (  # noqa: F401 - the app's pages import these from here
     authors_line,
     first_author_surname,
     shorten_words,
     tex_accents,
     tex_plain,
 )
-from crase_core.records import NodeRecord
-from crase_core.resources import demo_queries_file
 
 DEMO_QUERIES_FILE = demo_queries_file()
 
 def md_escape(text: object) -> str:
     """``text`` as literal Streamlit markdown: HTML escaped, markdown/LaTeX syntax backslashed
-    (:func:`crase_core.tex.markdown_escape`).
+    (:func:`crase_core.views.tex.markdown_escape`).
 
     ``<script>`` comes out as the visible text ``<script>``; ``$x$`` is not typeset;
     ``[a](javascript:…)`` is not a link.
@@ -64,7 +64,7 @@ def load_demo_queries(path: Path = DEMO_QUERIES_FILE) -> list[dict[str, str]]:
 
 def tex_markdown(text: object, *, in_table: bool = False) -> str:
     """Paper text (title, abstract, claim, citation context) as Streamlit markdown with its TeX rendered:
-    :func:`crase_core.tex.to_markdown` — every text run escaped (:func:`md_escape`), the only HTML the
+    :func:`crase_core.views.tex.to_markdown` — every text run escaped (:func:`md_escape`), the only HTML the
     renderer's own sup/sub/b/i/overline marks, so show it with ``unsafe_allow_html=True``. The same
     markdown works in a table cell (``in_table``: ``|`` is escaped everywhere)."""
     return tex.to_markdown(text)

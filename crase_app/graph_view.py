@@ -1,8 +1,8 @@
 """The evidence-graph page's side of the run view model: what the graph component is given.
 
 The views themselves — selection, timeline / cluster / focus layouts, labels, tooltips, edge styles,
-legend — are :mod:`crase_core.graph_views`, which the HTML export draws too; this module only turns one
-:class:`~crase_core.graph_views.RunView` into the component's arguments.
+legend — are :mod:`crase_core.views.graph_views`, which the HTML export draws too; this module only turns one
+:class:`~crase_core.views.graph_views.RunView` into the component's arguments.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from crase_core.graph_views import (
+from crase_core.trace import RunTrace
+from crase_core.views.graph_views import (
     DEFAULT_TOP_K,
     LAYOUT_LABELS,
     LAYOUTS,
@@ -21,7 +22,6 @@ from crase_core.graph_views import (
     node_labels,
     run_view,
 )
-from crase_core.trace import RunTrace
 
 __all__ = ["DEFAULT_TOP_K", "LAYOUTS", "LAYOUT_LABELS", "VIEW_MODES", "component_args", "edge_id", "edge_scorer",
            "node_labels"]

@@ -1,6 +1,6 @@
 """The Search page's run-settings form, generated from the settings' field metadata.
 
-Every widget comes from a :class:`crase_core.knobs.Knob` marked for the form
+Every widget comes from a :class:`crase_core.settings.knobs.Knob` marked for the form
 (label, help, range, step, choices from the registries); a knob that does not
 apply to the chosen ranker or restart mode is shown disabled. Sources and
 backends come from the runtime registries; the model endpoint is chosen by
@@ -16,9 +16,9 @@ from typing import Any
 import streamlit as st
 
 from crase_core.config import Settings, form_specs, load_settings, with_choices
-from crase_core.knobs import Spec, spec
 from crase_core.runtime import RuntimeConfig
-from crase_core.settings import PRESETS, PipelineSettings
+from crase_core.settings.knobs import Spec, spec
+from crase_core.settings.pipeline import PRESETS, PipelineSettings
 from crase_core.sources.s2_http import S2Settings
 
 SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",

@@ -32,18 +32,18 @@ from crase_app.display import (
     tex_plain,
 )
 from crase_app.why import why_block
-from crase_core import export
-from crase_core.affinity import score_name
-from crase_core.audit import AuditStore
+from crase_core.audit.store import AuditStore
 from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
+from crase_core.ranking.affinity import score_name
+from crase_core.ranking.trails import origin_text
 from crase_core.records import EdgeRecord
 from crase_core.redaction import install_log_filter
 from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import BuildStep, build_engine
 from crase_core.trace import RunTrace
-from crase_core.trails import origin_text
+from crase_core.views import export
 
 if TYPE_CHECKING:  # pandas and altair are imported where a table or chart is drawn, not on the Search page
     import altair as alt

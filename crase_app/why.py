@@ -12,8 +12,8 @@ import streamlit as st
 
 from crase_app.display import md_escape, shorten_words, tex_plain
 from crase_core.records import PathShare, RankedPaper, ScorePart
-from crase_core.score_words import source_words, why_line
 from crase_core.trace import RunTrace
+from crase_core.views.score_words import source_words, why_line
 
 #: the help text of every "why" line (constant)
 WHY_HELP = ("The score is a sum of parts: the text search's share (BM25, term proximity, semantic feedback) and "

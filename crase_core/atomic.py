@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import InputError
+from crase_core.errors import InputError
 
 NEW_FILE_MODE = 0o644
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import ClaimExtractor, ExtractiveClaimExtractor
-from .entailment import EntailmentScorer, LexicalSupportScorer
-from .planner import KeywordPlanner, Planner
-from .termstats import TermStats
+from crase_core.evidence.claims import ClaimExtractor, ExtractiveClaimExtractor
+from crase_core.evidence.entailment import EntailmentScorer, LexicalSupportScorer
+from crase_core.retrieval.planner import KeywordPlanner, Planner
+from crase_core.store.termstats import TermStats
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 import diskcache
 import platformdirs
 
-from . import environment
+from crase_core.settings import environment
 
 log = logging.getLogger(__name__)
 

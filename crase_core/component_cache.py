@@ -17,7 +17,7 @@ again regardless, so a fixed server is used at once. Transport failures
 (timeouts, 5xx, refused connections) and items the budget did not reach
 (``"budget: …"``) are never cached.
 
-Budget: every model call goes through the run's :class:`~crase_core.spend.SpendMeter`
+Budget: every model call goes through the run's :class:`~crase_core.llm.spend.SpendMeter`
 (components that declare ``metered`` check each HTTP attempt themselves; for the
 others each item's reported calls are charged after the fact).
 
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from .backends import ModelBackend
-from .cache import ResultCache, result_key, stable_hash
-from .errors import ModelError
-from .records import CLAIM_TYPES, Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
-from .spend import SpendMeter, is_budget_failure
+from crase_core.backends import ModelBackend
+from crase_core.cache import ResultCache, result_key, stable_hash
+from crase_core.errors import ModelError
+from crase_core.llm.spend import SpendMeter, is_budget_failure
+from crase_core.records import CLAIM_TYPES, Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
 
 log = logging.getLogger(__name__)
 

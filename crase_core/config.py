@@ -2,9 +2,9 @@
 
 :class:`Settings` has five sections, each a dataclass whose fields carry their
 default, range or choices, help, environment variable and flag as
-:class:`~crase_core.knobs.Knob` metadata:
+:class:`~crase_core.settings.knobs.Knob` metadata:
 
-* ``pipeline`` — :class:`~crase_core.settings.PipelineSettings` (recorded in traces);
+* ``pipeline`` — :class:`~crase_core.settings.pipeline.PipelineSettings` (recorded in traces);
 * ``openalex`` — :class:`~crase_core.sources.openalex.OpenAlexSettings` (``--source openalex``);
 * ``runtime`` — :class:`~crase_core.runtime.RuntimeConfig`: source, backend, corpus,
   cache, and inside it ``llm`` (:class:`~crase_core.llm.config.LLMSettings`) and
@@ -55,14 +55,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import environment
-from .errors import InputError
-from .knobs import Spec, check_value, coerce, knob, spec, specs
-from .llm.config import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
-from .runtime import RuntimeConfig
-from .settings import PRESETS, PipelineSettings
-from .sources.openalex import OpenAlexSettings
-from .sources.s2_http import S2Settings
+from crase_core.errors import InputError
+from crase_core.llm.config import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
+from crase_core.runtime import RuntimeConfig
+from crase_core.settings import environment
+from crase_core.settings.knobs import Spec, check_value, coerce, knob, spec, specs
+from crase_core.settings.pipeline import PRESETS, PipelineSettings
+from crase_core.sources.openalex import OpenAlexSettings
+from crase_core.sources.s2_http import S2Settings
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .errors import CraseError
+from crase_core.errors import CraseError
 
 
 class DeadlineExceeded(CraseError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import InputError
+from crase_core.errors import InputError
 
 #: at most this many worker processes per usable core
 WORKERS_PER_CORE = 4

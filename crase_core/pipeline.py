@@ -21,26 +21,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from . import deadline
-from .backends import ModelBackend
-from .cache import ResultCache, stable_hash
-from .component_cache import ComponentCache, Edge
-from .errors import InputError
-from .library import mark_in_library
-from .records import Budget, EdgeMatrix, PlanResult
-from .settings import PipelineSettings
-from .sources.base import PaperSource
-from .spend import SpendMeter
-from .stages.budget import CachedWork, check_budget, count_budget
-from .stages.cascade import Priority, cascade, edge_priority
-from .stages.expansion import Expansion, expand_seeds
-from .stages.planning import plan_query
-from .stages.progress import STAGES, ProgressFn, StageEvent
-from .stages.pruning import Pruning, prune_graph
-from .stages.ranking import Ranked, expansion_settings, rank_papers
-from .stages.scoring import Scored, extract_claims, legacy_scored, score_edges
-from .stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
-from .trace import RunTrace
+from crase_core import deadline
+from crase_core.backends import ModelBackend
+from crase_core.cache import ResultCache, stable_hash
+from crase_core.component_cache import ComponentCache, Edge
+from crase_core.errors import InputError
+from crase_core.llm.spend import SpendMeter
+from crase_core.paper_source import PaperSource
+from crase_core.records import Budget, EdgeMatrix, PlanResult
+from crase_core.retrieval.library import mark_in_library
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.budget import CachedWork, check_budget, count_budget
+from crase_core.stages.cascade import Priority, cascade, edge_priority
+from crase_core.stages.expansion import Expansion, expand_seeds
+from crase_core.stages.planning import plan_query
+from crase_core.stages.progress import STAGES, ProgressFn, StageEvent
+from crase_core.stages.pruning import Pruning, prune_graph
+from crase_core.stages.ranking import Ranked, expansion_settings, rank_papers
+from crase_core.stages.scoring import Scored, extract_claims, legacy_scored, score_edges
+from crase_core.stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
+from crase_core.trace import RunTrace
 
 __all__ = ["STAGES", "Engine", "GraphBuild", "ProgressFn", "StageEvent", "build_graph", "clean_query",
            "estimate_budget", "model_mostly_failed", "run_meter", "run_query", "source_stats"]

@@ -136,7 +136,7 @@ class SearchHit:
 
     ``parts`` (the full-query search's hits only; ``{}`` elsewhere and in traces written before it): the
     score split by what entered it, e.g. ``{"BM25": 9.1, "word-pair proximity": 1.2, "semantic feedback":
-    3.0}``, values summing to ``score`` (:mod:`crase_core.text_parts`).
+    3.0}``, values summing to ``score`` (:mod:`crase_core.retrieval.text_parts`).
     """
 
     paper_id: str
@@ -205,7 +205,7 @@ class EdgeRecord:
     # the θ ``supported`` was read at: settings.theta for a model's matrix, the word-overlap scorer's calibrated
     # threshold for the offline scorer's (None: a trace from before calibrated support, whose ✓ is ``covered``)
     support_theta: float | None = None
-    # which rule decided ``kept`` (crase_core.affinity: RULE_*); "" in traces from before it was recorded
+    # which rule decided ``kept`` (crase_core.ranking.affinity: RULE_*); "" in traces from before it was recorded
     rule: str = ""
 
 
@@ -258,7 +258,7 @@ class PathShare:
 
 @dataclass
 class ScorePart:
-    """One additive part of a ranked paper's score (:mod:`crase_core.score_parts`).
+    """One additive part of a ranked paper's score (:mod:`crase_core.ranking.score_parts`).
 
     The parts of a result sum to its ``score``. ``term``: the fusion term the part belongs to, with its
     formula and numbers; ``signal``: what the part measures — ``walk`` (the ranker over the pruned graph),
@@ -281,7 +281,7 @@ class ScorePart:
 class RankedPaper:
     """One row of the answer: a paper, its score, and why it is here.
 
-    ``score_parts`` (:mod:`crase_core.score_parts`): the score's additive parts, summing to ``score``;
+    ``score_parts`` (:mod:`crase_core.ranking.score_parts`): the score's additive parts, summing to ``score``;
     ``[]`` in traces written before they were recorded.
     """
 
@@ -387,7 +387,7 @@ class TermCount:
 
 @dataclass
 class QueryCoverage:
-    """How much the corpus has on a query (:mod:`crase_core.query_coverage`).
+    """How much the corpus has on a query (:mod:`crase_core.retrieval.query_coverage`).
 
     ``rare_terms`` are the query's terms in fewer than ``rare_below`` papers; ``best_match_share`` is
     the largest IDF-weighted share of the query's terms that any one paper contains. ``weak`` is the

@@ -52,12 +52,13 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: saves are still atomic, only reuse may race
     fcntl = None  # type: ignore[assignment]
 
-from . import atomic, environment
-from . import trace as trace_io
-from .cache import cache_root
-from .errors import InputError, TraceError
-from .records import Budget
-from .trace import RunTrace
+from crase_core import atomic
+from crase_core import trace as trace_io
+from crase_core.cache import cache_root
+from crase_core.errors import InputError, TraceError
+from crase_core.records import Budget
+from crase_core.settings import environment
+from crase_core.trace import RunTrace
 
 #: the largest sidecar :meth:`RunStore.list` reads (a sidecar is a few hundred bytes).
 MAX_META_BYTES = 64 << 10

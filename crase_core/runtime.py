@@ -17,19 +17,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import cast
 
-from . import corpus_store, environment
-from .backends import ModelBackend, offline_backend
-from .cache import ResultCache
-from .errors import InputError
-from .knobs import check, knob
-from .llm.config import LLMSettings
-from .pipeline import Engine
-from .sources.base import PaperSource, SourceFilter
-from .sources.local import LocalSource
-from .sources.openalex import OpenAlexSettings, openalex_source
-from .sources.s2_http import S2Settings
-from .sources.semantic_scholar import s2_source
-from .termstats import TermStats
+from crase_core.backends import ModelBackend, offline_backend
+from crase_core.cache import ResultCache
+from crase_core.errors import InputError
+from crase_core.llm.config import LLMSettings
+from crase_core.paper_source import PaperSource, SourceFilter
+from crase_core.pipeline import Engine
+from crase_core.settings import environment
+from crase_core.settings.knobs import check, knob
+from crase_core.sources.local import LocalSource
+from crase_core.sources.openalex import OpenAlexSettings, openalex_source
+from crase_core.sources.s2_http import S2Settings
+from crase_core.sources.semantic_scholar import s2_source
+from crase_core.store import corpus_store
+from crase_core.store.termstats import TermStats
 
 
 @dataclass
@@ -100,7 +101,9 @@ SOURCE_FACTORIES: dict[str, Callable[[RuntimeConfig], PaperSource]] = {"local": 
 
 
 def _openai(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
-    from .llm.backend import openai_backend  # imported on use: the offline default never loads the client
+    from crase_core.llm.backend import (
+        openai_backend,  # imported on use: the offline default never loads the client
+    )
 
     return openai_backend(config.llm, fallback=_offline(config, source))  # the cascade's offline decisions
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from . import atomic
-from .cost_report import uses_model
-from .errors import TraceError
-from .records import (
+from crase_core import atomic
+from crase_core.errors import TraceError
+from crase_core.llm.cost_report import uses_model
+from crase_core.records import (
     AppliedVerdict,
     Budget,
     ClaimSet,
@@ -37,7 +37,7 @@ from .records import (
     Truncation,
     UserLibrary,
 )
-from .settings import ROUND3_DEFAULTS, PipelineSettings
+from crase_core.settings.pipeline import ROUND3_DEFAULTS, PipelineSettings
 
 TRACE_VERSION = 1
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
@@ -189,7 +189,7 @@ def from_dict(data: object) -> RunTrace:
 
 def _fill_unrecorded(data: dict) -> dict:
     """``data`` with what a trace written before a knob existed does not record filled in with what its run
-    used: the knobs issue 14 added or switched (:data:`~crase_core.settings.ROUND3_DEFAULTS`) at their earlier
+    used: the knobs issue 14 added or switched (:data:`~crase_core.settings.pipeline.ROUND3_DEFAULTS`) at their earlier
     values (``L_offline``: its ``L``, which limited every planner then; ``tau_lexical``: its ``tau``), and for a trace from before the scorer-aware θ, its settings' ``theta_lexical`` = its ``theta``
     (one θ decided every edge) and each edge's ``theta`` = that θ (so the settings shown, re-ranked and exported
     are those the run had). ``data`` itself is not changed; anything malformed is left for validation to

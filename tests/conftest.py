@@ -55,7 +55,7 @@ def hepth_engine(hepth_source):
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache, cache_root
     from crase_core.pipeline import Engine
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     return Engine(hepth_source, offline_backend(TermStats.from_index(hepth_source.text_index)),
                   ResultCache(cache_root() / "results-hepth"))

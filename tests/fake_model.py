@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from crase_core.backends import ModelBackend, offline_backend
 from crase_core.llm.components import TOKENS, format_claims
 from crase_core.llm.prompts import load_prompt
+from crase_core.llm.spend import BudgetSpent, SpendMeter, token_bound
 from crase_core.records import Claim, ClaimSet, EdgeMatrix, Paper, PlanResult, Usage
-from crase_core.spend import BudgetSpent, SpendMeter, token_bound
-from crase_core.termstats import TermStats
+from crase_core.store.termstats import TermStats
 
 SPREAD = 0.4
 

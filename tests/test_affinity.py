@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crase_core.affinity import (
+from crase_core.ranking.affinity import (
     RULE_FAILED,
     RULE_KEEP_ALL,
     RULE_KEPT,

@@ -1,4 +1,4 @@
-"""Anchor-text retrieval (crase_core.anchor): exact scores on a hand-built citer matrix, and no hidden
+"""Anchor-text retrieval (crase_core.retrieval.anchor): exact scores on a hand-built citer matrix, and no hidden
 paper's text or id ever reaches the scores or the full-query search."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from crase_core.anchor import anchor_scores
 from crase_core.evaluation.benchmark import BenchQuery, query_filter
-from crase_core.settings import PipelineSettings
+from crase_core.retrieval.anchor import anchor_scores
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import Seeding, search_full_query
-from crase_core.termstats import index_idf
+from crase_core.store.termstats import index_idf
 
 # paper 0 is cited by 1 and 2, paper 1 by 2; "quark" is in paper 1, "gluon" in papers 1 and 2
 CITERS = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float))

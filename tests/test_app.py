@@ -37,7 +37,7 @@ def _library_ranking(settings) -> list[str]:
     from crase_core.backends import offline_backend
     from crase_core.pipeline import Engine, run_query
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     source = LocalSource.open(ROOT / "tests" / "fixtures" / "hostile_corpus")
     trace = run_query(QUERY, Engine(source, offline_backend(TermStats.from_index(source.text_index))), settings)
@@ -56,7 +56,7 @@ def test_search_runs_saves_and_escapes(app_env):
     at = _search(at, QUERY)
     assert not at.exception and not at.error
     trace = at.session_state["trace"]
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     assert trace.settings == PipelineSettings()  # the form's untouched defaults are the library's
     # and the ranking is the library's for them, on the same corpus
@@ -196,7 +196,7 @@ def test_audit_verdicts_persist(app_env):
     at.run()
     assert not at.exception
     assert [e.value for e in at.error] == [f"Decision — {md_escape(edge.decision)}"]  # only the pruned decision
-    from crase_core.audit import AuditStore
+    from crase_core.audit.store import AuditStore
 
     vs = AuditStore(app_env / "audit.sqlite").verdicts(trace.run_id)
     assert [(v.citing, v.cited, v.auditor, v.verdict, v.pipeline_kept) for v in vs] == [
@@ -222,7 +222,7 @@ def test_sessions_do_not_share_state(app_env):
 
 def test_settings_form_is_generated_presets_and_inapplicable_knobs(app_env):
     from crase_core.config import form_specs
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     keys = {w.key for kind in (at.slider, at.number_input, at.selectbox) for w in kind if w.key}

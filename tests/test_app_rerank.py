@@ -77,8 +77,8 @@ def test_ranking_page_columns_hold_what_they_are_named_for(app_env):
 
 
 def test_apply_my_verdicts_saves_a_child_run_and_the_runs_page_shows_its_lineage(app_env):
-    from crase_core.audit import AuditStore
-    from crase_core.rerank import EdgeVerdict, apply_verdicts, rank_changes
+    from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, rank_changes
+    from crase_core.audit.store import AuditStore
 
     at = _searched()
     parent = at.session_state["trace"]
@@ -122,7 +122,7 @@ def test_apply_my_verdicts_saves_a_child_run_and_the_runs_page_shows_its_lineage
 
 
 def test_audit_page_shows_agreement_and_kappa_between_auditors(app_env):
-    from crase_core.audit import AuditStore
+    from crase_core.audit.store import AuditStore
 
     at = _searched()
     trace = at.session_state["trace"]

@@ -60,7 +60,7 @@ def test_cards_and_honest_numbers(app_env):
     # has its abstract one click away
     from crase_app.display import authors_line, md_escape, tex_markdown
     from crase_app.why import why_caption
-    from crase_core.score_words import score_sentence, why_line
+    from crase_core.views.score_words import score_sentence, why_line
 
     cards = _card_captions(at)
     papers = {n.paper.id: n.paper for n in trace.nodes}
@@ -171,7 +171,7 @@ def test_model_backend_shows_the_model_budget_before_the_run(app_env, monkeypatc
     from model_server import ModelServer
 
     from crase_app.display import md_escape
-    from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET
+    from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET
 
     server = ModelServer("good")
     try:
@@ -205,7 +205,7 @@ def test_audit_statistics_split_by_scorer(app_env):
     """The Audit page shows the Table 5 measures per scorer, equal to summarize_by_scorer over the verdicts."""
     import copy
 
-    from crase_core.audit import AuditStore, summarize_by_scorer
+    from crase_core.audit.store import AuditStore, summarize_by_scorer
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
     # the default prunes the word-overlap scorer's weak edges (2 of 12 here)

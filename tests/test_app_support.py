@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from crase_core.audit.rerank import rerank, rerank_all
 from crase_core.errors import InputError, TraceError
-from crase_core.rankers import ranker_names
-from crase_core.rerank import rerank, rerank_all
+from crase_core.ranking.rankers import ranker_names
 from crase_core.runs import RunStore, content_id, outcome_key, runs_dir, with_content_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,8 +20,8 @@ if str(ROOT) not in sys.path:  # the app side (app_pages/, crase_app/) is not pa
     sys.path.append(str(ROOT))
 
 from crase_app import display as D  # noqa: E402
-from crase_core import graph_views as G  # noqa: E402
 from crase_core.pipeline import estimate_budget as probe_budget  # noqa: E402
+from crase_core.views import graph_views as G  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -33,7 +33,7 @@ def engine(tmp_path_factory):
     from crase_core.cache import ResultCache
     from crase_core.pipeline import Engine
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     src = LocalSource.open(HOSTILE)
     return Engine(src, offline_backend(TermStats.from_index(src.text_index)),
@@ -43,7 +43,7 @@ def engine(tmp_path_factory):
 @pytest.fixture(scope="module")
 def budget_then_trace(engine):
     from crase_core.pipeline import run_query
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     probe = probe_budget(QUERY, engine, PipelineSettings())  # fresh cache: nothing cached yet
     return probe, run_query(QUERY, engine)
@@ -155,7 +155,7 @@ def test_rerank_reproduces_a_run_with_a_text_floor(hepth_engine):
     """A floor beyond the text candidates: the floor-only papers stay out of the walk and the floor places
     them, in the run and in its re-ranking alike."""
     from crase_core.pipeline import run_query
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     # a long paraphrasing question (LitSearch dev 003 as asked): its plan's seeds are not the search's top 8
     query = ("Looking for an analysis of the bosonic string spectrum on three-dimensional anti-de Sitter space, "
@@ -172,7 +172,7 @@ def test_rerank_reproduces_a_run_with_a_text_floor(hepth_engine):
 
 def test_rerank_on_real_hepth_run_matches(hepth_engine):
     from crase_core.pipeline import run_query
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     trace = run_query(json.loads(D.DEMO_QUERIES_FILE.read_text())[0]["query"], hepth_engine,
                       PipelineSettings(ranker="salsa"))
@@ -190,7 +190,7 @@ def test_shorten_words_never_cuts_inside_a_word():
 
 
 def test_tex_markdown_renders_tex_with_the_one_renderer_and_escapes_the_rest():
-    from crase_core import tex
+    from crase_core.views import tex
 
     assert D.tex_markdown("The $R^2$ of $w_{\\infty}$ fits") == "The R<sup>2</sup> of w<sub>∞</sub> fits"
     assert D.tex_markdown("costs $5 and") == "costs \\$5 and"  # a lone dollar stays a dollar
@@ -349,7 +349,7 @@ def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypa
     import threading
 
     from crase_app import shared
-    from crase_core import corpus_store
+    from crase_core.store import corpus_store
 
     key = _fresh_corpus_env(tmp_path, monkeypatch)
     gate = threading.Event()  # the tiny corpus builds in milliseconds: hold the prefetch until the click waits

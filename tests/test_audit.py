@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from crase_core.audit import AuditStore, Verdict, fleiss_kappa, summarize, verdicts_csv
+from crase_core.audit.store import AuditStore, Verdict, fleiss_kappa, summarize, verdicts_csv
 from crase_core.errors import InputError
 
 # Wikipedia's worked example (Fleiss' kappa): 10 items, 14 raters, 5 categories; P̄ = 0.378, P̄e = 0.213, κ = 0.210
@@ -112,7 +112,7 @@ def test_store_rejects_bad_input(tmp_path, args, message):
 
 
 def test_blind_judgement_becomes_agreement():
-    from crase_core.audit import verdict_from_judgement
+    from crase_core.audit.store import verdict_from_judgement
 
     assert verdict_from_judgement(keep=True, pipeline_kept=True) == "agree"
     assert verdict_from_judgement(keep=False, pipeline_kept=False) == "agree"

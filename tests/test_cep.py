@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from crase_core.cep import ContrastiveEvidencePaths, background_visitation
 from crase_core.errors import InputError
-from crase_core.rankers import REGISTRY, rank, ranker_parameters
-from crase_core.ranking import PersonalizedPageRank, WeightedGraph
-from crase_core.settings import PipelineSettings
+from crase_core.ranking.cep import ContrastiveEvidencePaths, background_visitation
+from crase_core.ranking.rankers import REGISTRY, rank, ranker_parameters
+from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph
+from crase_core.settings.pipeline import PipelineSettings
 
 
 def test_cep_exact_numbers():
@@ -81,7 +81,7 @@ def test_cep_runs_in_the_pipeline(tiny_source, tmp_path):
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     engine = Engine(tiny_source, offline_backend(), ResultCache(tmp_path / "rc"))
     t = run_query("black hole entropy", engine, PipelineSettings(ranker="cep", m=2))

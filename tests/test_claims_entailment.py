@@ -6,8 +6,13 @@ import math
 
 import pytest
 
-from crase_core.claims import ExtractiveClaimExtractor, check_verbatim, classify_claim, split_sentences
-from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA, LexicalSupportScorer, validate_matrix
+from crase_core.evidence.claims import (
+    ExtractiveClaimExtractor,
+    check_verbatim,
+    classify_claim,
+    split_sentences,
+)
+from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA, LexicalSupportScorer, validate_matrix
 from crase_core.records import CLAIM_TYPES, Claim, Paper
 
 EX = ExtractiveClaimExtractor()

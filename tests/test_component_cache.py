@@ -17,7 +17,7 @@ from crase_core.component_cache import (
     plan_key,
 )
 from crase_core.records import Claim, ClaimSet, Counters, EdgeMatrix, Paper, PlanResult, Usage
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.planning import plan_query
 
 A = Paper("a", "Black hole entropy", "We count microstates. The entropy agrees.", 1998)

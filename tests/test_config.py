@@ -20,8 +20,8 @@ from crase_core.config import (
     with_choices,
 )
 from crase_core.errors import InputError
-from crase_core.knobs import specs
-from crase_core.settings import PRESETS, PipelineSettings
+from crase_core.settings.knobs import specs
+from crase_core.settings.pipeline import PRESETS, PipelineSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = ("CRASE_SETTINGS", "CRASE_CORPUS", "CRASE_BASE_URL", "CRASE_MODEL", "CRASE_RUNS_DIR", "CRASE_EVAL_DIR",
@@ -226,4 +226,4 @@ def test_only_the_environment_module_reads_environment_variables():
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and \
                     isinstance(node.value, ast.Name) and node.value.id == "os":
                 readers.add(path.relative_to(ROOT).as_posix())
-    assert readers == {"crase_core/environment.py"}
+    assert readers == {"crase_core/settings/environment.py"}

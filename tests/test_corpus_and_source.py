@@ -8,9 +8,9 @@ import json
 import pytest
 from tiny_corpus import TINY_CITATIONS, write_corpus
 
-from crase_core.corpus import load_corpus, month_from_id, split_authors
 from crase_core.errors import CorpusError
-from crase_core.sources.base import SourceFilter
+from crase_core.paper_source import SourceFilter
+from crase_core.store.corpus import load_corpus, month_from_id, split_authors
 
 
 def test_month_from_id():

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_folder, corpus_store
-from crase_core.corpus import load_corpus
 from crase_core.errors import CorpusError
-from crase_core.textindex import (
+from crase_core.store import corpus_folder, corpus_store
+from crase_core.store.corpus import load_corpus
+from crase_core.store.textindex import (
     DocTerms,
     PostingsBuilder,
     PostingsWriter,
@@ -115,16 +115,16 @@ def test_vectorised_citation_reader_equals_the_line_reader(tmp_path):
     folder = _corpus(tmp_path / "c")
     parsed = load_corpus(folder)
     index = {p.id: i for i, p in enumerate(parsed.papers)}
-    arrays = corpus_store._id_arrays(corpus_store._s_array(list(index)))
+    arrays = corpus_store._id_arrays(corpus_store.s_array(list(index)))
     fast = corpus_store._read_citations(folder / "citations.tsv", index.get,
-                                        corpus_store._SortedIds(arrays["ids_sorted"], arrays["id_order"]))
+                                        corpus_store.SortedIds(arrays["ids_sorted"], arrays["id_order"]))
     slow = corpus_store._read_citations(folder / "citations.tsv", index.get)
     assert np.array_equal(np.sort(fast.rows * 1000 + fast.cols), np.sort(slow.rows * 1000 + slow.cols))
     assert (fast.pending_src, fast.pending_dst) == (slow.pending_src, slow.pending_dst) == (["P0040"], ["NOPE"])
     assert (fast.self_loops, fast.malformed) == (slow.self_loops, slow.malformed)
-    assert corpus_store._plain_pairs(b"a\tb\nc\td\n") == ([b"a", b"c"], [b"b", b"d"])
+    assert corpus_store.plain_pairs(b"a\tb\nc\td\n") == ([b"a", b"c"], [b"b", b"d"])
     for bad in (b"a\tb\nc d\te\n", b"a\tb\nc\n", b"a\t\tb\n", b"a\tb\n\n", b"a\tb", "é\tb\n".encode()):
-        assert corpus_store._plain_pairs(bad) is None, bad
+        assert corpus_store.plain_pairs(bad) is None, bad
 
 
 def test_postings_writer_bounds_its_blocks(tmp_path):
@@ -212,7 +212,7 @@ def test_store_papers_read_columns_without_building_papers(tmp_path):
 
 
 def test_library_map_builds_only_papers_with_arxiv_ids(tmp_path, monkeypatch):
-    from crase_core import library
+    from crase_core.retrieval import library
 
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     folder = _corpus(tmp_path / "c")
@@ -240,7 +240,7 @@ class _Stream:
 
 
 def test_cli_progress_bar():
-    from crase_core.corpus_cli import ProgressBar
+    from crase_core.cli.corpus import ProgressBar
 
     steps = [corpus_store.BuildStep("parse", f / 100, f"parsed {f * 1000:,} papers") for f in range(0, 70, 7)]
     steps += [corpus_store.BuildStep("index", 0.9, "merging"), corpus_store.BuildStep("done", 1.0, "built c")]
@@ -260,7 +260,7 @@ def test_cli_progress_bar():
 def test_merged_postings_written_block_by_block_equal_the_in_memory_merge(tmp_path, block):
     """``save_merged_postings`` (a corpus merge's index, a block of stems at a time, the first part read from
     its files) writes the files ``save_postings(merge_parts(...))`` writes, byte for byte."""
-    from crase_core.textindex import (
+    from crase_core.store.textindex import (
         PostingsBuilder,
         load_postings,
         merge_parts,

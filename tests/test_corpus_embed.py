@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).parent / "faults"))
 from cli_tools import QUERY, crase  # noqa: E402
 from fault_tools import run_cli  # noqa: E402
 
-from crase_core import semantic  # noqa: E402
-from crase_core.embedding_files import manifest_path, read_embeddings, texts_digest  # noqa: E402
-from crase_core.semantic import cache_embeddings_file, folder_embeddings_file  # noqa: E402
+from crase_core.retrieval import semantic  # noqa: E402
+from crase_core.retrieval.semantic import cache_embeddings_file, folder_embeddings_file  # noqa: E402
 from crase_core.sources.local import LocalSource  # noqa: E402
+from crase_core.store.embedding_files import manifest_path, read_embeddings, texts_digest  # noqa: E402
 
 NEW_PAPERS = [
     {"id": "0101001", "title": "Black hole entropy and holographic microstates", "year": 2001,
@@ -56,7 +56,7 @@ def test_embeddings_from_an_endpoint_turn_semantic_feedback_on(capsys, llm, corp
     # the rows are the endpoint's vectors, normalised, in the corpus's order
     from fake_openai import hashing_vector
 
-    from crase_core.embedding_files import embed_text
+    from crase_core.store.embedding_files import embed_text
     for i, paper in enumerate(source.corpus.papers):
         v = np.array(hashing_vector(embed_text(paper, 6000), 64))
         assert np.allclose(emb.matrix[i], v / np.linalg.norm(v), atol=2e-3)
@@ -160,7 +160,7 @@ class FakeMiniLM:
     def embed(self, batches):
         from fake_openai import hashing_vector
 
-        from crase_core.embedding_files import normalised_f16
+        from crase_core.store.embedding_files import normalised_f16
         self.texts += [t for b in batches for t in b]
         return [normalised_f16(np.array([hashing_vector(t, 384) for t in b])) for b in batches]
 
@@ -168,12 +168,12 @@ class FakeMiniLM:
 def test_the_shipped_rows_are_reused_after_papers_are_appended(capsys, llm, corpus, tmp_path, monkeypatch):
     """A corpus whose embeddings ship (as the embedded one's do) grows by two papers: `--minilm` embeds those
     two only and keeps the shipped rows for the rest; with nothing new it is up to date and writes nothing."""
-    from crase_core.corpus_embed import embed_corpus
-    from crase_core.embedding_files import Manifest, write_embeddings
+    from crase_core.importers.corpus_embed import embed_corpus
+    from crase_core.store.embedding_files import Manifest, write_embeddings
 
     shipped_dir = tmp_path / "assets-embeddings"
     monkeypatch.setattr(semantic, "embeddings_dir", lambda: shipped_dir)
-    import crase_core.corpus_embed as ce
+    import crase_core.importers.corpus_embed as ce
 
     monkeypatch.setattr(ce, "embeddings_dir", lambda: shipped_dir)
     c = LocalSource.open(corpus).corpus

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from crase_core import corpus_folder
-from crase_core.corpus_import import import_corpus
 from crase_core.errors import CorpusError
-from crase_core.openalex_works import abstract_text, parse_work, short_id
-from crase_core.s2_datasets import citation_of, corpus_id, paper_line
+from crase_core.importers.corpus_import import import_corpus
+from crase_core.importers.openalex_works import abstract_text, parse_work, short_id
+from crase_core.importers.s2_datasets import citation_of, corpus_id, paper_line
 from crase_core.sources.local import LocalSource
+from crase_core.store import corpus_folder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WORKS = [json.loads(line) for line in (FIXTURES / "openalex" / "works.jsonl").read_text().splitlines()]
@@ -205,10 +205,10 @@ def _export_module():
 
 def test_hepth_subset_exported_and_imported_back_ranks_the_same(tmp_path, cache):
     from crase_core.backends import offline_backend
-    from crase_core.corpus import DEFAULT_CORPUS_DIR
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
-    from crase_core.termstats import TermStats
+    from crase_core.settings.pipeline import PipelineSettings
+    from crase_core.store.corpus import DEFAULT_CORPUS_DIR
+    from crase_core.store.termstats import TermStats
 
     ex = _export_module()
     papers, refs = ex.read_hepth(DEFAULT_CORPUS_DIR, limit=600)

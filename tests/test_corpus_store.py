@@ -20,14 +20,14 @@ import pytest
 import scipy.sparse as sp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core import corpus as corpus_module
-from crase_core import corpus_folder, corpus_store, segments
-from crase_core.cli import main as cli_main
-from crase_core.corpus import load_corpus
-from crase_core.sources.base import SourceFilter
+from crase_core.cli.main import main as cli_main
+from crase_core.paper_source import SourceFilter
 from crase_core.sources.local import LocalSource, open_corpus
+from crase_core.store import corpus as corpus_module
+from crase_core.store import corpus_folder, corpus_store, segments
+from crase_core.store.corpus import load_corpus
+from crase_core.store.textindex import TextIndex, document_terms
 from crase_core.text import content_terms
-from crase_core.textindex import TextIndex, document_terms
 
 # The base corpus: the tiny corpus's first four papers, a citation to a paper it does not hold yet
 # (0001001, added later: a full build of the grown files keeps that edge) and one to a paper never added.
@@ -196,9 +196,9 @@ def test_reopen_maps_the_store_and_parses_nothing(tmp_path, cache, monkeypatch):
     def no_parsing(*_a, **_k):
         raise AssertionError("the corpus files were read again")
 
-    monkeypatch.setattr(corpus_module, "_lines", no_parsing)
-    monkeypatch.setattr(corpus_folder, "_lines", no_parsing)
-    monkeypatch.setattr(corpus_store, "_fingerprint", no_parsing)  # the stat memo spares the hash too
+    monkeypatch.setattr(corpus_module, "read_lines", no_parsing)
+    monkeypatch.setattr(corpus_folder, "read_lines", no_parsing)
+    monkeypatch.setattr(corpus_store, "fingerprint", no_parsing)  # the stat memo spares the hash too
     again = open_corpus(folder)
     assert all(_mapped(a) for a in (again.refs.indices, again.cites.indptr, again.months))
     assert isinstance(again.papers, corpus_store.StorePapers) and isinstance(again.index, corpus_store.IdIndex)

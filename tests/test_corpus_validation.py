@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_folder
-from crase_core.corpus import UNDATED_MONTH, load_corpus, parse_date, parse_year
-from crase_core.corpus_validation import ValidationReport, direction_counts
+from crase_core.store import corpus_folder
+from crase_core.store.corpus import UNDATED_MONTH, load_corpus, parse_date, parse_year
+from crase_core.store.corpus_validation import ValidationReport, direction_counts
 
 
 def _write(folder: Path, papers: list[dict], lines: list[str]) -> Path:
@@ -134,7 +134,7 @@ def test_direction_counts_by_hand():
 
 
 def test_build_prints_the_report(tmp_path, cache, capsys):
-    from crase_core.cli import main
+    from crase_core.cli.main import main
 
     folder = _write(tmp_path / "cli", [{"id": "a", "title": "A", "year": "99"}, {"id": "b", "title": "B", "year": 2000}],
                     ["a\tb", "b\tb", "a\tzz"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crase_core.pipeline import run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMOS = {d["label"]: d for d in json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text("utf-8"))}

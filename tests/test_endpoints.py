@@ -141,7 +141,7 @@ def test_the_app_offers_endpoint_names_only_and_runs_on_the_chosen_one(servers, 
 
 
 def test_the_s2_key_goes_only_to_the_configured_graph_api(monkeypatch, fake, tmp_path):
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
 
     secret = "s2-operator-KEY-77aa"
     monkeypatch.delenv("CRASE_SETTINGS", raising=False)

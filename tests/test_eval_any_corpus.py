@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core.cli import main
-from crase_core.corpus import UNDATED_MONTH
+from crase_core.cli.main import main
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
 from crase_core.evaluation.make_bench import refs_benchmark, visible_reference_counts
 from crase_core.sources.local import LocalSource
+from crase_core.store.corpus import UNDATED_MONTH
 
 TOPICS = ["graph partitioning heuristics", "neural network pruning", "query expansion retrieval",
           "protein folding simulation", "citation recommendation", "sparse matrix factorization"]

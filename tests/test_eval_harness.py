@@ -9,7 +9,7 @@ import pytest
 from crase_core.errors import InputError
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
 from crase_core.runtime import RuntimeConfig
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 KEYS = [f"recall@{k}" for k in (5, 10, 20, 30, 40, 50)] + [f"map@{k}" for k in (5, 10, 20, 30, 40, 50)]
 
@@ -90,7 +90,7 @@ def test_seed_corruption_replaces_the_seeds(bench, tiny_corpus_dir, tmp_path):
 
 
 def test_cli_writes_summary_report_and_plots(bench, tiny_corpus_dir, tmp_path, capsys):
-    from crase_core.cli import main
+    from crase_core.cli.main import main
 
     out = tmp_path / "cli"
     rc = main(["eval", str(bench), "--out", str(out), "--method", "bm25", "--corpus", str(tiny_corpus_dir)])

@@ -19,7 +19,7 @@ from crase_core.evaluation.benchmark import BenchQuery
 from crase_core.evaluation.dense import dense_available
 from crase_core.evaluation.methods import run_method
 from crase_core.pipeline import Engine
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 Q = BenchQuery("q1", "entanglement supergravity", ("9801001",))
 SETTINGS = PipelineSettings(alpha=0.15, k=50)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA
 from crase_core.evaluation.scifact import (
     ClaimPair,
     best_threshold,
@@ -15,6 +14,7 @@ from crase_core.evaluation.scifact import (
     load_pairs,
     offline_scorer,
 )
+from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA
 
 
 def test_classification_metrics_by_hand():

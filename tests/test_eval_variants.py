@@ -9,7 +9,7 @@ from crase_core.errors import InputError
 from crase_core.evaluation.variants import apply_variant, relevance_seeds
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import PlanResult
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import search_seeds
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crase_core.expansion import expand
+from crase_core.retrieval.neighbourhood import expand
 
 
 def test_hops_one_keeps_seed_edges_only(tiny_source):

@@ -9,8 +9,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from crase_core import export
 from crase_core import trace as trace_io
+from crase_core.views import export
 
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile_corpus"
 QUERY = "holographic entanglement entropy of BTZ black holes"
@@ -21,9 +21,9 @@ def hostile_trace(tmp_path_factory):
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
+    from crase_core.settings.pipeline import PipelineSettings
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     src = LocalSource.open(HOSTILE)
     engine = Engine(src, offline_backend(TermStats.from_index(src.text_index)),

@@ -1,4 +1,4 @@
-"""Pseudo-relevance feedback (crase_core.feedback): exact term weights and score blend on hand-checked
+"""Pseudo-relevance feedback (crase_core.retrieval.feedback): exact term weights and score blend on hand-checked
 inputs, and no text of a hidden paper ever reaches the expansion terms or the full-query search."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import math
 import pytest
 
 from crase_core.evaluation.benchmark import BenchQuery, query_filter
-from crase_core.feedback import FeedbackTerm, feedback_terms, interpolate
+from crase_core.paper_source import ScoredPaper
 from crase_core.records import Paper
-from crase_core.settings import PipelineSettings
-from crase_core.sources.base import ScoredPaper
+from crase_core.retrieval.feedback import FeedbackTerm, feedback_terms, interpolate
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import Seeding, search_full_query
-from crase_core.termstats import index_idf
+from crase_core.store.termstats import index_idf
 from crase_core.text import content_words, stem
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from crase_core.errors import InputError
 from crase_core.records import SearchHit, Seed, SeedOrigin
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import final_scores, fuse_scores, text_relevance
 
 WALK = {"a": 0.5, "b": 0.3, "c": 0.2}

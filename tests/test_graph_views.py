@@ -1,4 +1,4 @@
-"""The run view model (crase_core.graph_views): selection, layouts, communities and their names, edge styles and
+"""The run view model (crase_core.views.graph_views): selection, layouts, communities and their names, edge styles and
 bends, the pointing contract — exact numbers on small hand-built graphs, invariants on real runs."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from crase_core import graph_views as V
 from crase_core.errors import InputError
 from crase_core.records import (
     Budget,
@@ -21,8 +20,9 @@ from crase_core.records import (
     RankedPaper,
     RankingResult,
 )
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import RunTrace
+from crase_core.views import graph_views as V
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
@@ -52,7 +52,7 @@ def hostile_trace():
     from crase_core.backends import offline_backend
     from crase_core.pipeline import Engine, run_query
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     source = LocalSource.open(HOSTILE)
     return run_query("holographic entanglement entropy of BTZ black holes",

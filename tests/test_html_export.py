@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from crase_core import trace as trace_io
-from crase_core.cli import main
-from crase_core.html_export import export_data, script_json, to_html
+from crase_core.cli.main import main
 from crase_core.resources import graph_component_dir
+from crase_core.views.html_export import export_data, script_json, to_html
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"
@@ -29,7 +29,7 @@ def hostile_trace():
     from crase_core.backends import offline_backend
     from crase_core.pipeline import Engine, run_query
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     source = LocalSource.open(HOSTILE)
     engine = Engine(source, offline_backend(TermStats.from_index(source.text_index)))
@@ -118,7 +118,7 @@ def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_
         assert page.locator("ol#results").inner_text().count("<script>alert('xss')</script>") == 1
         assert page.evaluate("document.querySelectorAll('script').length") == 4
         # click the midpoint of every drawn edge the reference geometry says is nearest there; the panel opens it
-        from crase_core.graph_views import arc_midpoint, drawn_curve, pointed_items
+        from crase_core.views.graph_views import arc_midpoint, drawn_curve, pointed_items
 
         geo = page.evaluate("() => window.craseExport.graph.geometry()")
         box = page.evaluate("() => { const r = window.craseExport.graph.canvas.getBoundingClientRect();"

@@ -11,8 +11,9 @@ from crase_core.backends import offline_backend
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.pipeline import Engine, run_query
+from crase_core.ranking.trails import seed_reason
 from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import (
     final_scores,
     query_specificity,
@@ -21,7 +22,6 @@ from crase_core.stages.ranking import (
     text_floor,
 )
 from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds
-from crase_core.trails import seed_reason
 
 
 def hit(pid: str, score: float, rank: int, recency: int | None = None) -> SearchHit:
@@ -193,7 +193,7 @@ def test_search_rank_weight_moves_mu_with_the_specificity():
 
 
 def test_a_runs_mu_follows_its_question_and_rerank_reproduces_it(hepth_engine):
-    from crase_core.rerank import rerank
+    from crase_core.audit.rerank import rerank
 
     # a 2-stem title (s = 0): η −2 gives μ(q) = 1 (the search's order), η 2 gives μ(q) = 0 (the walk's)
     base = PipelineSettings(L_offline=1, text_rank_weight=0.5, text_rank_confidence=0.0)
@@ -251,7 +251,7 @@ def test_no_hidden_id_reaches_the_new_paths(tiny_source, changes):
 
 # ---- the number of sub-queries per planner ---------------------------------------------------------------
 def test_an_offline_planner_plans_L_offline_sub_queries_and_a_model_L():
-    from crase_core.planner import KeywordPlanner, PhrasePlanner
+    from crase_core.retrieval.planner import KeywordPlanner, PhrasePlanner
     from crase_core.stages.planning import subquery_limit
 
     class ModelPlanner:  # a planner without the offline mark (what the model backend's planner is)

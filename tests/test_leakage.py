@@ -12,7 +12,7 @@ from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, query_fi
 from crase_core.evaluation.dense import DenseIndex
 from crase_core.evaluation.methods import PAPER_ALPHA, run_method
 from crase_core.pipeline import Engine, run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import restart_distribution
 
 # the query comes from 9901001 (1999-01): it and every later paper are hidden
@@ -95,9 +95,9 @@ def test_ppr_unpruned_runs_the_papers_alpha_and_says_so(tiny_source):
 
 
 def test_no_hidden_id_anywhere_with_semantic_feedback(tiny_source):
-    """The default's semantic feedback (crase_core.semantic) on a corpus with embeddings in which every hidden
+    """The default's semantic feedback (crase_core.retrieval.semantic) on a corpus with embeddings in which every hidden
     paper is the nearest to the top hit: none reaches the fused list, the restart, V or the answer."""
-    from crase_core.semantic import DocEmbeddings
+    from crase_core.retrieval.semantic import DocEmbeddings
     from crase_core.sources.local import LocalSource
     from crase_core.stages.seeding import search
 

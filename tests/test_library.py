@@ -1,5 +1,5 @@
 """The user's library: arXiv ids / DOIs / BibTeX parsed, matched to the corpus, seeding the run and marked
-"in your library" in the trace (crase_core.library, LibrarySeeding, `crase query --library`)."""
+"in your library" in the trace (crase_core.retrieval.library, LibrarySeeding, `crase query --library`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from crase_core.errors import InputError
-from crase_core.library import (
+from crase_core.records import Paper
+from crase_core.retrieval.library import (
     LibraryEntry,
     arxiv_url,
     normalize_arxiv,
@@ -22,7 +23,6 @@ from crase_core.library import (
     resolve,
     safe_http_url,
 )
-from crase_core.records import Paper
 
 QUERY = "superconformal quantum mechanics of multi-black hole moduli spaces"
 MALDACENA = "9711200"  # hep-th/9711200 in the embedded corpus

@@ -10,17 +10,17 @@ from fake_model import fake_backend
 from model_server import ModelServer
 
 from crase_core import trace as trace_io
-from crase_core.audit import Verdict, summarize, summarize_by_scorer
+from crase_core.audit.store import Verdict, summarize, summarize_by_scorer
 from crase_core.backends import offline_backend
 from crase_core.cache import ResultCache
 from crase_core.component_cache import ComponentCache
 from crase_core.llm import LLMSettings, openai_backend
+from crase_core.llm.spend import SpendMeter
 from crase_core.pipeline import Engine, estimate_budget, run_query
 from crase_core.records import Claim, EdgeRecord
-from crase_core.settings import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings
-from crase_core.spend import SpendMeter
+from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings
 from crase_core.stages.cascade import decision_margin
-from crase_core.termstats import TermStats
+from crase_core.store.termstats import TermStats
 
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
 QUERY = "black hole microstates anti-de Sitter"

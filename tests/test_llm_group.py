@@ -22,10 +22,10 @@ from crase_core.llm import LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMSet
 from crase_core.llm.components import group_pairs, split_usage  # noqa: E402
 from crase_core.llm.parse import OutputError, parse_group  # noqa: E402
 from crase_core.llm.prompts import load_prompt  # noqa: E402
+from crase_core.llm.spend import SpendMeter  # noqa: E402
 from crase_core.records import Claim, ClaimSet, Usage  # noqa: E402
 from crase_core.resources import prompts_dir  # noqa: E402
 from crase_core.runs import content_id, outcome_key  # noqa: E402
-from crase_core.spend import SpendMeter  # noqa: E402
 
 A = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "x"),
      Claim("c2", "EMPIRICAL", "The lattice spectrum matches the prediction.", "y")]
@@ -185,8 +185,8 @@ def _run(tiny_source, grouped: bool, calls: int):  # type: ignore[no-untyped-def
     from fake_model import FakeModel, fake_backend
 
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
-    from crase_core.termstats import TermStats
+    from crase_core.settings.pipeline import PipelineSettings
+    from crase_core.store.termstats import TermStats
 
     stats = TermStats.from_index(tiny_source.text_index)
     backend, _ = fake_backend(stats)
@@ -236,8 +236,8 @@ def test_retries_of_claims_do_not_starve_the_matrices_of_the_round(tiny_source):
     from model_server import ModelServer
 
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
-    from crase_core.termstats import TermStats
+    from crase_core.settings.pipeline import PipelineSettings
+    from crase_core.store.termstats import TermStats
 
     server = ModelServer("flaky")
     try:
@@ -263,8 +263,8 @@ def test_a_rerun_of_a_limited_query_asks_nothing_and_gives_the_same_answer(tiny_
     from fake_model import fake_backend
 
     from crase_core.pipeline import Engine, run_query
-    from crase_core.settings import PipelineSettings
-    from crase_core.termstats import TermStats
+    from crase_core.settings.pipeline import PipelineSettings
+    from crase_core.store.termstats import TermStats
 
     stats = TermStats.from_index(tiny_source.text_index)
     backend, _ = fake_backend(stats)

@@ -21,7 +21,7 @@ from crase_core.llm.localserver import find_smollm2_gguf, llama_cpp_available, s
 from crase_core.pipeline import run_query
 from crase_core.records import Claim, Paper
 from crase_core.runtime import RuntimeConfig, build_engine
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import dumps, load
 
 SECRET = "sk-local-SECRET-5f4dcc3b5aa765d61d83"

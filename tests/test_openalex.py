@@ -14,7 +14,7 @@ from cli_tools import crase  # noqa: E402
 from fake_openalex import FakeOpenAlex  # noqa: E402
 
 from crase_core.config import load_settings  # noqa: E402
-from crase_core.sources.base import SourceFilter  # noqa: E402
+from crase_core.paper_source import SourceFilter  # noqa: E402
 from crase_core.sources.openalex import (  # noqa: E402
     OpenAlexClient,
     OpenAlexSettings,

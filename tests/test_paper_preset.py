@@ -20,7 +20,7 @@ from stub_backend import scripted_backend
 from tiny_corpus import PRESET_CITATIONS, PRESET_PAPERS, write_corpus
 
 from crase_core.pipeline import Engine, run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.sources.local import LocalSource
 
 PAPER = PipelineSettings.from_preset("paper")
@@ -122,7 +122,7 @@ def test_ranked_list_and_why_each_paper_is_there(trace):
 
 
 def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves():
-    from crase_core.cli import build_parser
+    from crase_core.cli.main import build_parser
     from crase_core.config import settings_from_args
 
     assert (PAPER.personalization, PAPER.alpha, PAPER.text_candidates, PAPER.ranker) == ("uniform", 0.15, 0, "ppr")

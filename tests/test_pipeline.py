@@ -13,8 +13,8 @@ from crase_core.backends import offline_backend
 from crase_core.cache import ResultCache
 from crase_core.errors import BudgetExceeded, InputError
 from crase_core.pipeline import Engine, StageEvent, clean_query, run_query
-from crase_core.settings import PipelineSettings
-from crase_core.termstats import TermStats
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.store.termstats import TermStats
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 
@@ -169,7 +169,7 @@ def test_real_run_is_deterministic(real_trace, hepth_engine):
 
 
 def test_leakage_filter_in_the_pipeline(hepth_source, hepth_engine):
-    from crase_core.sources.base import SourceFilter
+    from crase_core.paper_source import SourceFilter
 
     f = SourceFilter(max_month=199912, exclude=frozenset({"9911001"}))
     engine = Engine(hepth_source.restricted(f), hepth_engine.backend, hepth_engine.cache)

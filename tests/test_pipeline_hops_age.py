@@ -16,7 +16,7 @@ import pytest
 from stub_backend import scripted_backend
 
 from crase_core.pipeline import Engine, run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 SEED = "9802001"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from crase_core.planner import KeywordPlanner
+from crase_core.retrieval.planner import KeywordPlanner
 from crase_core.text import stem, words
 
 Q1 = "black hole entropy via D-brane counting"

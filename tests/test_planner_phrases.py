@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from crase_core.planner import FieldVocabulary, PhrasePlanner
+from crase_core.retrieval.planner import FieldVocabulary, PhrasePlanner
 from crase_core.text import stem
 
 # documents as word sets (stemmed below, as the index stems them)

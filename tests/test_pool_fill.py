@@ -10,7 +10,7 @@ import pytest
 
 from crase_core.backends import offline_backend
 from crase_core.pipeline import Engine, run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.sources.local import LocalSource
 from crase_core.stages import expansion
 

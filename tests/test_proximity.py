@@ -1,4 +1,4 @@
-"""Term proximity (``proximity_weight``, :mod:`crase_core.proximity`): the ordered word pairs of the
+"""Term proximity (``proximity_weight``, :mod:`crase_core.retrieval.proximity`): the ordered word pairs of the
 sequential dependence model, checked by hand, and its place in stage 1b's searches."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from crase_core.errors import InputError
-from crase_core.proximity import pair_share, paper_pairs, rescore, word_pairs
+from crase_core.paper_source import ScoredPaper
 from crase_core.records import Paper, PlanResult
-from crase_core.settings import PipelineSettings
-from crase_core.sources.base import ScoredPaper
+from crase_core.retrieval.proximity import pair_share, paper_pairs, rescore, word_pairs
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import Seeding, search_full_query, search_seeds
 
 
@@ -91,7 +91,7 @@ def test_a_remote_sources_ranking_is_not_rescored(tiny_source):
 
 
 def test_window_share_counts_the_querys_pairs_found_within_eight_words_in_either_order():
-    from crase_core.proximity import WINDOW, window_share
+    from crase_core.retrieval.proximity import WINDOW, window_share
 
     pairs = word_pairs("noncommutative solitons on branes")  # {noncommut, soliton}, {soliton, brane}
     # reversed and two words apart: both unordered pairs are in a window (and neither is in order)

@@ -8,11 +8,11 @@ import datetime as dt
 import pytest
 
 from crase_core import trace as trace_io
-from crase_core.affinity import RULE_KEPT, RULE_PRUNED
-from crase_core.cli import main as cli_main
-from crase_core.entailment import WORD_OVERLAP_SUPPORT_THETA
+from crase_core.cli.main import main as cli_main
+from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA
 from crase_core.pipeline import run_query
-from crase_core.settings import PipelineSettings
+from crase_core.ranking.affinity import RULE_KEPT, RULE_PRUNED
+from crase_core.settings.pipeline import PipelineSettings
 
 QUERY = "tachyon condensation on unstable D-branes"
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

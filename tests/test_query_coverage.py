@@ -1,4 +1,4 @@
-"""The weak-match notice (crase_core.query_coverage): exact numbers on a hand-made index, and the
+"""The weak-match notice (crase_core.retrieval.query_coverage): exact numbers on a hand-made index, and the
 measurement on the embedded hep-th corpus (off-topic query flagged; dev questions not)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from crase_core.query_coverage import assess, coverage_for_source, idf, query_terms
-from crase_core.sources.base import SourceFilter
+from crase_core.paper_source import SourceFilter
+from crase_core.retrieval.query_coverage import assess, coverage_for_source, idf, query_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "data"

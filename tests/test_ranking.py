@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from crase_core.errors import InputError
-from crase_core.ranking import PersonalizedPageRank, PersonalizedSALSA, WeightedGraph, top_k
+from crase_core.ranking.walks import PersonalizedPageRank, PersonalizedSALSA, WeightedGraph, top_k
 
 PPR = PersonalizedPageRank()
 SALSA = PersonalizedSALSA()

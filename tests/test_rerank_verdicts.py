@@ -1,4 +1,4 @@
-"""Verdicts that re-rank (crase_core.rerank.apply_verdicts, ``crase rerank``) and score parts on real runs.
+"""Verdicts that re-rank (crase_core.audit.rerank.apply_verdicts, ``crase rerank``) and score parts on real runs.
 
 Real runs of the embedded corpus: the default (which the lexical scorer may leave unpruned) and one with
 θ_lexical 0.75, so that both kept and pruned edges exist whatever the default's pruning rule is.
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from crase_core import trace as trace_io
-from crase_core.audit import Verdict, cohen_kappa, human_decisions, pairwise_agreement
-from crase_core.cli import main
+from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, auditor_weight, parse_edge, rank_changes
+from crase_core.audit.store import Verdict, cohen_kappa, human_decisions, pairwise_agreement
+from crase_core.cli.main import main
 from crase_core.errors import InputError
 from crase_core.pipeline import run_query
-from crase_core.rerank import EdgeVerdict, apply_verdicts, auditor_weight, parse_edge, rank_changes
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import RunTrace
 
 QUERY = "tachyon condensation on unstable D-branes"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from crase_core import resources
-from crase_core.corpus import DEFAULT_CORPUS_DIR
 from crase_core.evaluation.scifact import DEFAULT_PAIRS, load_pairs
 from crase_core.llm.prompts import PROMPT_NAMES, default_prompts_dir, load_prompt
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from crase_core.records import SearchHit, Seed, SeedOrigin
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import personalization_vector, query_restart_vector, restart_distribution
 
 FALLBACK_TO_SEEDS = "no ranked paper matched the full-query search; the walk restarts at the kept seeds"

@@ -13,7 +13,7 @@ from crase_core import trace as trace_io  # noqa: E402
 from crase_core.backends import offline_backend  # noqa: E402
 from crase_core.cache import ResultCache  # noqa: E402
 from crase_core.pipeline import Engine, run_query  # noqa: E402
-from crase_core.settings import PipelineSettings  # noqa: E402
+from crase_core.settings.pipeline import PipelineSettings  # noqa: E402
 from crase_core.sources.s2_http import S2Client, S2Settings  # noqa: E402
 from crase_core.sources.semantic_scholar import SemanticScholarSource  # noqa: E402
 
@@ -111,7 +111,7 @@ def test_neighbor_cap_keeps_the_most_cited_citers_of_the_hub(fake, tmp_path):
 
 
 def test_restricted_run_never_shows_a_later_paper(fake, tmp_path):
-    from crase_core.sources.base import SourceFilter
+    from crase_core.paper_source import SourceFilter
 
     engine = engine_for(fake, tmp_path)
     engine.source = engine.source.restricted(SourceFilter(max_month=201912))

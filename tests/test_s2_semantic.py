@@ -13,11 +13,11 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "s2"))
 from fake_api import FakeS2, Fault, specter_like  # noqa: E402
 
 from crase_core.backends import offline_backend  # noqa: E402
+from crase_core.paper_source import ScoredPaper  # noqa: E402
 from crase_core.pipeline import Engine, run_query  # noqa: E402
 from crase_core.records import Paper  # noqa: E402
-from crase_core.semantic import rerank_fuse  # noqa: E402
-from crase_core.settings import PipelineSettings  # noqa: E402
-from crase_core.sources.base import ScoredPaper  # noqa: E402
+from crase_core.retrieval.semantic import rerank_fuse  # noqa: E402
+from crase_core.settings.pipeline import PipelineSettings  # noqa: E402
 from crase_core.sources.s2_http import S2Client, S2Settings  # noqa: E402
 from crase_core.sources.semantic_scholar import SemanticScholarSource, specter_vector  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Score parts (crase_core.score_parts): exact numbers on small hand-checked graphs, per ranker and fusion mode.
+"""Score parts (crase_core.ranking.score_parts): exact numbers on small hand-checked graphs, per ranker and fusion mode.
 
 The graphs:
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crase_core.cep import ContrastiveEvidencePaths
-from crase_core.ranking import PersonalizedPageRank, PersonalizedSALSA, WeightedGraph
+from crase_core.ranking.cep import ContrastiveEvidencePaths
+from crase_core.ranking.score_parts import parts_total
+from crase_core.ranking.walks import PersonalizedPageRank, PersonalizedSALSA, WeightedGraph
 from crase_core.records import SearchHit, Seed, SeedOrigin
-from crase_core.score_parts import parts_total
-from crase_core.settings import PipelineSettings
+from crase_core.retrieval.text_parts import BM25, PAIRS
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import rank_graph, score_parts
-from crase_core.text_parts import BM25, PAIRS
 
 CHAIN = WeightedGraph(["a", "b", "c"], [("a", "b", 1.0), ("b", "c", 1.0)])
 FAN = WeightedGraph(["a", "b", "c", "d"], [("a", "c", 1.0), ("b", "c", 1.0), ("b", "d", 1.0)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from crase_core.score_words import score_sentence
+from crase_core.views.score_words import score_sentence
 
 
 def _trace(scores: dict[str, float], fusion: str = "restart-rrf", ranker: str = "salsa") -> SimpleNamespace:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from crase_core.paper_source import ScoredPaper
 from crase_core.records import Paper
-from crase_core.seeds import build_seed_set, rank_hits, select_seeds
-from crase_core.sources.base import ScoredPaper
+from crase_core.retrieval.seeds import build_seed_set, rank_hits, select_seeds
 
 MONTHS = {"p1": 199801, "p2": 200005, "p3": 199912, "p4": 200101, "p5": 199505, "p6": 200102}
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crase_core import corpus_folder, corpus_store, segments
-from crase_core.anchor import anchor_scores
-from crase_core.query_coverage import coverage_for_source
-from crase_core.settings import PipelineSettings
-from crase_core.sources.base import SourceFilter
+from crase_core.paper_source import SourceFilter
+from crase_core.retrieval.anchor import anchor_scores
+from crase_core.retrieval.query_coverage import coverage_for_source
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.sources.local import LocalSource, open_corpus
-from crase_core.termstats import TermStats, index_idf
-from crase_core.textindex import TextIndex
+from crase_core.store import corpus_folder, corpus_store, segments
+from crase_core.store.termstats import TermStats, index_idf
+from crase_core.store.textindex import TextIndex
 
 WORDS = [
     "black", "hole", "entropy", "brane", "string", "gauge", "lattice", "glueball", "holography", "duality",
@@ -204,7 +204,7 @@ def test_a_grown_file_the_chain_does_not_know_is_rebuilt(tmp_path, monkeypatch):
         f.write(f"{grown.papers[5].id}\t{grown.papers[1].id}\n")
     again = open_corpus(folder)
     assert not again.segments and again.fingerprint != grown.fingerprint
-    assert again.fingerprint == corpus_store._fingerprint([folder / "papers.jsonl", folder / "citations.tsv"])
+    assert again.fingerprint == corpus_store.fingerprint([folder / "papers.jsonl", folder / "citations.tsv"])
 
 
 def test_hepth_with_its_last_percent_appended_ranks_as_the_embedded_corpus(tmp_path, hepth_engine):
@@ -216,8 +216,8 @@ def test_hepth_with_its_last_percent_appended_ranks_as_the_embedded_corpus(tmp_p
 
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache
-    from crase_core.corpus import DEFAULT_CORPUS_DIR
     from crase_core.pipeline import Engine, run_query
+    from crase_core.store.corpus import DEFAULT_CORPUS_DIR
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from large_corpus import split_corpus

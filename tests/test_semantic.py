@@ -1,14 +1,14 @@
-"""Semantic feedback (crase_core.semantic): hand-checked fusion, the shipped embeddings of the embedded corpus,
+"""Semantic feedback (crase_core.retrieval.semantic): hand-checked fusion, the shipped embeddings of the embedded corpus,
 and the search stage using them."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from crase_core.paper_source import ScoredPaper
 from crase_core.records import Paper
-from crase_core.semantic import DocEmbeddings, feedback_fuse
-from crase_core.settings import PipelineSettings
-from crase_core.sources.base import ScoredPaper
+from crase_core.retrieval.semantic import DocEmbeddings, feedback_fuse
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import search
 
 PAPERS = [Paper("A", "a"), Paper("B", "b"), Paper("C", "c"), Paper("D", "d")]
@@ -102,13 +102,13 @@ def test_the_default_fuses_only_the_list_the_final_ranking_reads(hepth_source):
 def test_opening_a_source_reads_no_embeddings_until_a_query_needs_them(monkeypatch, hepth_source):
     """Opening runs in the app's prefetch thread; the embeddings (an .npy whose header np.load parses with ast)
     are read at first use instead, once, and a restricted copy shares them."""
-    from crase_core import semantic
+    from crase_core.retrieval import semantic
     from crase_core.sources import local
 
     calls = []
     real = semantic.read_embeddings
     monkeypatch.setattr(semantic, "read_embeddings", lambda *a, **k: calls.append(a) or real(*a, **k))
-    semantic._find.cache_clear()
+    semantic.find_file.cache_clear()
     source = local.LocalSource(hepth_source.corpus, hepth_source.text_index, shipped_embeddings=True)
     restricted = source.restricted(hepth_source.filter)
     assert calls == []

@@ -11,16 +11,16 @@ from crase_core.cache import ResultCache
 from crase_core.component_cache import claims_digest, matrix_key
 from crase_core.errors import BudgetExceeded
 from crase_core.evaluation.stress import InjectedSeeds
-from crase_core.expansion import ExpandedGraph
 from crase_core.pipeline import Engine, StageEvent, build_graph, estimate_budget, run_query
+from crase_core.ranking.trails import RESTART_ONLY_REASON, explain
 from crase_core.records import EdgeMatrix, Paper, PlanResult, SearchHit, Seed, SeedOrigin, TrailStep
-from crase_core.settings import PipelineSettings
+from crase_core.retrieval.neighbourhood import ExpandedGraph
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import prune_graph
 from crase_core.stages.ranking import rank_papers
 from crase_core.stages.seeding import Seeding, search_seeds
-from crase_core.termstats import TermStats
-from crase_core.trails import RESTART_ONLY_REASON, explain
+from crase_core.store.termstats import TermStats
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 QUERY = "black hole microstates in anti-de Sitter space"

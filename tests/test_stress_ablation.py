@@ -20,7 +20,7 @@ from crase_core.evaluation.harness import EvalJob, settings_for
 from crase_core.evaluation.methods import METHODS
 from crase_core.evaluation.stress import corrupted_run, lexical_distractors, random_papers
 from crase_core.pipeline import Engine
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 QUERY = "entanglement supergravity derive"
 #: the settings these runs pin: the seeds are the two sub-queries' alone (no seeds from the question's own search)

@@ -1,4 +1,4 @@
-"""The one TeX renderer (crase_core.tex): real hep-th strings, every text of the embedded corpus, hostile input."""
+"""The one TeX renderer (crase_core.views.tex): real hep-th strings, every text of the embedded corpus, hostile input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crase_core import tex
+from crase_core.views import tex
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from crase_core.ranking.trails import best_trails
 from crase_core.records import EdgeRecord, TrailStep
-from crase_core.trails import best_trails
 
 
 def edge(u: str, v: str, weight: float, delta: float = 0.5, kept: bool = True) -> EdgeRecord:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from crase_core.html_export import to_html, why_html
-from crase_core.score_words import signal_totals, why_line
+from crase_core.views.html_export import to_html, why_html
+from crase_core.views.score_words import signal_totals, why_line
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # crase_app is not part of the installed package
@@ -24,7 +24,7 @@ def hostile_trace():
     from crase_core.backends import offline_backend
     from crase_core.pipeline import Engine, run_query
     from crase_core.sources.local import LocalSource
-    from crase_core.termstats import TermStats
+    from crase_core.store.termstats import TermStats
 
     source = LocalSource.open(HOSTILE)
     return run_query(QUERY, Engine(source, offline_backend(TermStats.from_index(source.text_index))))

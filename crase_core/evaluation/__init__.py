@@ -4,8 +4,8 @@
 is the library entry point.
 """
 
-from .benchmark import BenchQuery, leakage_filter, load_benchmark, query_filter
-from .metrics import KS, average_precision, evaluate_rankings, recall_hits
+from crase_core.evaluation.benchmark import BenchQuery, leakage_filter, load_benchmark, query_filter
+from crase_core.evaluation.metrics import KS, average_precision, evaluate_rankings, recall_hits
 
 __all__ = ["KS", "BenchQuery", "average_precision", "evaluate_rankings", "leakage_filter", "load_benchmark",
            "query_filter", "recall_hits"]

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..corpus import UNDATED_MONTH, parse_date, parse_year
-from ..errors import InputError
-from ..sources.base import PaperSource, SourceFilter
+from crase_core.errors import InputError
+from crase_core.paper_source import PaperSource, SourceFilter
+from crase_core.store.corpus import UNDATED_MONTH, parse_date, parse_year
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..config import add_arguments, settings_from_args
-from ..errors import InputError
-from ..machine import check_workers
-from ..rankers import ranker_names
-from ..terminal import printable
-from .harness import CORRUPTIONS, EvalJob, read_rows, run_eval
-from .methods import METHODS
-from .report import RunSummary, write_report
+from crase_core.config import add_arguments, settings_from_args
+from crase_core.errors import InputError
+from crase_core.evaluation.harness import CORRUPTIONS, EvalJob, read_rows, run_eval
+from crase_core.evaluation.methods import METHODS
+from crase_core.evaluation.report import RunSummary, write_report
+from crase_core.machine import check_workers
+from crase_core.ranking.rankers import ranker_names
+from crase_core.views.terminal import printable
 
 #: exit status of an evaluation in which a query errored (its results are written; the numbers count it as a miss)
 EXIT_QUERY_ERRORS = 3
@@ -49,7 +49,7 @@ def ablation_variants(name: str, job: EvalJob) -> list[tuple[str, EvalJob]]:
     """(label, job) for each variant of an ablation family; ``job`` is the base configuration."""
     s = job.settings
     if name == "baselines":
-        from .dense import dense_available
+        from crase_core.evaluation.dense import dense_available
 
         methods = [m for m in METHODS if m != "dense" or dense_available()]
         return [(m, replace(job, method=m)) for m in methods]

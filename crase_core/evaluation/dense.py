@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import atomic
-from ..cache import cache_root
-from ..errors import InputError
-from ..semantic import read_matrix
+from crase_core import atomic
+from crase_core.cache import cache_root
+from crase_core.errors import InputError
+from crase_core.retrieval.semantic import read_matrix
 
 log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"

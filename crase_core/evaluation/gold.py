@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..sources.base import PaperSource
+from crase_core.paper_source import PaperSource
 
 CORPUS_ID = "CorpusId:"
 

@@ -35,18 +35,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import atomic
-from ..cache import stable_hash
-from ..errors import CraseError, InputError
-from ..llm.config import redact_url
-from ..pipeline import Engine
-from ..runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_source
-from ..settings import PipelineSettings
-from ..sources.base import PaperSource
-from .benchmark import BenchQuery, load_benchmark, query_filter
-from .gold import in_gold_space
-from .methods import METHODS, run_method
-from .metrics import KS, aggregate_rows, per_query_metrics
+from crase_core import atomic
+from crase_core.cache import stable_hash
+from crase_core.errors import CraseError, InputError
+from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
+from crase_core.evaluation.gold import in_gold_space
+from crase_core.evaluation.methods import METHODS, run_method
+from crase_core.evaluation.metrics import KS, aggregate_rows, per_query_metrics
+from crase_core.llm.config import redact_url
+from crase_core.paper_source import PaperSource
+from crase_core.pipeline import Engine
+from crase_core.runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_source
+from crase_core.settings.pipeline import PipelineSettings
 
 CORRUPTIONS = ("lexical", "random")
 #: version of what config.json pins (a folder pinned by an older Crase must be started --fresh).
@@ -124,13 +124,13 @@ def evaluate_query(job: EvalJob, q: BenchQuery, dense: Any = None) -> dict[str, 
         engine = build_engine(job.runtime, source_filter=query_filter(q, unfiltered_source(job.runtime)))
         settings = settings_for(job, q)
         if job.corrupt_seeds:
-            from .stress import corrupted_run
+            from crase_core.evaluation.stress import corrupted_run
 
             out = corrupted_run(q, engine, settings, job.corrupt_seeds)
         else:
             kw: dict[str, Any] = {}
             if job.variant:
-                from .variants import apply_variant
+                from crase_core.evaluation.variants import apply_variant
 
                 engine, kw["seeding"] = apply_variant(job.variant, engine, local_source(job.runtime))
             out = run_method(job.method, q, engine, settings, dense=dense, **kw)
@@ -319,7 +319,7 @@ def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
     say(f"{job.method}: {len(queries)} queries, {len(queries) - len(todo)} already done, {len(todo)} to run")
     dense = None
     if job.method == "dense" and todo:
-        from .dense import DenseIndex
+        from crase_core.evaluation.dense import DenseIndex
 
         dense = DenseIndex(build_engine(job.runtime).source)
     t_start = time.perf_counter()

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .. import atomic
-from ..corpus import UNDATED_MONTH, Corpus, parse_date, parse_year
-from ..errors import InputError
+from crase_core import atomic
+from crase_core.errors import InputError
+from crase_core.store.corpus import UNDATED_MONTH, Corpus, parse_date, parse_year
 
 KINDS = ("refs",)
 
@@ -109,7 +109,7 @@ def refs_benchmark(corpus: Corpus, *, n: int = 150, min_refs: int = 5, since: st
 
 
 def cmd_bench_make(args: argparse.Namespace) -> int:
-    from ..sources.local import open_corpus
+    from crase_core.sources.local import open_corpus
 
     if args.kind not in KINDS:
         raise InputError(f"unknown benchmark kind {args.kind!r}; choose one of {', '.join(KINDS)}")

@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
-from ..errors import InputError
-from ..pipeline import Engine, run_query
-from ..ranking import PersonalizedPageRank, WeightedGraph, top_k
-from ..seeds import recency_key
-from ..settings import PRESETS, PipelineSettings
-from ..stages.seeding import SeedingStage, search_seeds
-from ..trace import RunTrace
-from .benchmark import BenchQuery
+from crase_core.errors import InputError
+from crase_core.evaluation.benchmark import BenchQuery
+from crase_core.pipeline import Engine, run_query
+from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph, top_k
+from crase_core.retrieval.seeds import recency_key
+from crase_core.settings.pipeline import PRESETS, PipelineSettings
+from crase_core.stages.seeding import SeedingStage, search_seeds
+from crase_core.trace import RunTrace
 
 METHODS: tuple[str, ...] = ("crase", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "dense")
 GRAPH_METHODS = frozenset({"crase", "seeds", "ppr-unpruned", "citations", "recency"})

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .metrics import KS
-from .significance import bootstrap_interval, paired_permutation_test
+from crase_core.evaluation.metrics import KS
+from crase_core.evaluation.significance import bootstrap_interval, paired_permutation_test
 
 Row = dict[str, Any]
 #: the columns of the by-kind tables: pooled Recall@K and MAP@K

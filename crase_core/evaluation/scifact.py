@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..entailment import EntailmentScorer, LexicalSupportScorer
-from ..errors import InputError
-from ..records import Claim
-from ..resources import scifact_pairs_file
-from ..text import content_terms
+from crase_core.errors import InputError
+from crase_core.evidence.entailment import EntailmentScorer, LexicalSupportScorer
+from crase_core.records import Claim
+from crase_core.resources import scifact_pairs_file
+from crase_core.text import content_terms
 
 DEFAULT_PAIRS = scifact_pairs_file()
 THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 20))
-#: the grid the best-F1 threshold is read from (the calibration of :data:`~crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA`)
+#: the grid the best-F1 threshold is read from (the calibration of :data:`~crase_core.evidence.entailment.WORD_OVERLAP_SUPPORT_THETA`)
 FINE_THRESHOLDS: tuple[float, ...] = tuple(round(0.01 * i, 2) for i in range(1, 100))
 
 

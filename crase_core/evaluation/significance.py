@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..errors import InputError
+from crase_core.errors import InputError
 
 Row = TypeVar("Row")
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import aggregate_rows
+from crase_core.evaluation.metrics import aggregate_rows
 
 Row = Mapping[str, Any]
 

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache import stable_hash
-from ..errors import InputError
-from ..pipeline import Engine, run_query
-from ..records import PlanResult, Seed, SeedOrigin
-from ..settings import PipelineSettings
-from ..sources.base import PaperSource
-from ..stages.progress import ProgressFn
-from ..stages.seeding import Seeding
-from .benchmark import BenchQuery
-from .methods import MethodOutput, trace_stats
+from crase_core.cache import stable_hash
+from crase_core.errors import InputError
+from crase_core.evaluation.benchmark import BenchQuery
+from crase_core.evaluation.methods import MethodOutput, trace_stats
+from crase_core.paper_source import PaperSource
+from crase_core.pipeline import Engine, run_query
+from crase_core.records import PlanResult, Seed, SeedOrigin
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.progress import ProgressFn
+from crase_core.stages.seeding import Seeding
 
 
 @dataclass(frozen=True)

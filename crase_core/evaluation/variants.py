@@ -2,8 +2,8 @@
 
 * ``relevance-seeds`` — seed selection without recency: the top m hits of each sub-query by relevance
   alone (the default takes the papers in the top t of *both* relevance and recency rank; see
-  :mod:`crase_core.seeds`). Everything else is unchanged.
-* ``phrase-planner`` — the corpus-aware :class:`~crase_core.planner.PhrasePlanner` instead of the offline
+  :mod:`crase_core.retrieval.seeds`). Everything else is unchanged.
+* ``phrase-planner`` — the corpus-aware :class:`~crase_core.retrieval.planner.PhrasePlanner` instead of the offline
   backend's keyword planner. Its statistics are aggregate (document frequencies, title bigrams) over
   the whole local corpus, like the BM25 index's IDF; they hold no paper id.
 
@@ -16,15 +16,15 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from ..errors import InputError
-from ..pipeline import Engine
-from ..planner import FieldVocabulary, PhrasePlanner
-from ..records import PlanResult, Seed, SeedOrigin, SubQueryResult
-from ..seeds import rank_hits
-from ..settings import PipelineSettings
-from ..sources.base import PaperSource, ScoredPaper
-from ..stages.progress import ProgressFn
-from ..stages.seeding import Seeding, SeedingStage, search, search_seeds
+from crase_core.errors import InputError
+from crase_core.paper_source import PaperSource, ScoredPaper
+from crase_core.pipeline import Engine
+from crase_core.records import PlanResult, Seed, SeedOrigin, SubQueryResult
+from crase_core.retrieval.planner import FieldVocabulary, PhrasePlanner
+from crase_core.retrieval.seeds import rank_hits
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.progress import ProgressFn
+from crase_core.stages.seeding import Seeding, SeedingStage, search, search_seeds
 
 VARIANTS: dict[str, str] = {
     "relevance-seeds": "seeds = top m of each sub-query by relevance alone (no recency)",

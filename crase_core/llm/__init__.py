@@ -12,11 +12,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import LLMSettings, ModelEndpoint
+from crase_core.llm.config import LLMSettings, ModelEndpoint
 
 if TYPE_CHECKING:  # the types of the lazily loaded names
-    from .backend import openai_backend
-    from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMPlanner
+    from crase_core.llm.backend import openai_backend
+    from crase_core.llm.components import (
+        LLMClaimExtractor,
+        LLMEntailmentScorer,
+        LLMGroupEntailmentScorer,
+        LLMPlanner,
+    )
 
 _LAZY = {
     "openai_backend": ".backend",

@@ -7,11 +7,16 @@ nothing of the wiring layer).
 
 from __future__ import annotations
 
-from ..backends import ModelBackend, offline_backend
-from ..errors import ModelError
-from .client import Endpoint
-from .components import LLMClaimExtractor, LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMPlanner
-from .config import LLMSettings
+from crase_core.backends import ModelBackend, offline_backend
+from crase_core.errors import ModelError
+from crase_core.llm.client import Endpoint
+from crase_core.llm.components import (
+    LLMClaimExtractor,
+    LLMEntailmentScorer,
+    LLMGroupEntailmentScorer,
+    LLMPlanner,
+)
+from crase_core.llm.config import LLMSettings
 
 
 def openai_backend(settings: LLMSettings, fallback: ModelBackend | None = None) -> ModelBackend:

@@ -53,12 +53,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import deadline as run_deadline
-from ..errors import ModelError
-from ..records import Usage
-from ..redaction import mask_secrets
-from .config import LLMSettings, redact_url
-from .transport import ConnectFailed, ConnectionPool, Dropped, InvalidHeader, Response
+from crase_core import deadline as run_deadline
+from crase_core.errors import ModelError
+from crase_core.llm.config import LLMSettings, redact_url
+from crase_core.llm.transport import ConnectFailed, ConnectionPool, Dropped, InvalidHeader, Response
+from crase_core.records import Usage
+from crase_core.redaction import mask_secrets
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -19,15 +19,13 @@ from typing import Any
 
 import openai
 
-from ..cache import stable_hash
-from ..claims import MIN_CLAIMS
-from ..entailment import ClaimPair
-from ..errors import ModelError
-from ..records import Claim, ClaimSet, EdgeMatrix, Paper, PlanResult, Usage
-from ..spend import BudgetSpent, MeteredUsage, SpendMeter, token_bound
-from .client import Endpoint, ItemError, TransientError
-from .config import LLMSettings
-from .parse import (
+from crase_core.cache import stable_hash
+from crase_core.errors import ModelError
+from crase_core.evidence.claims import MIN_CLAIMS
+from crase_core.evidence.entailment import ClaimPair
+from crase_core.llm.client import Endpoint, ItemError, TransientError
+from crase_core.llm.config import LLMSettings
+from crase_core.llm.parse import (
     OutputError,
     block_id,
     claims_schema,
@@ -40,7 +38,9 @@ from .parse import (
     parse_plan,
     plan_schema,
 )
-from .prompts import PromptTemplate, load_prompt, neutralize
+from crase_core.llm.prompts import PromptTemplate, load_prompt, neutralize
+from crase_core.llm.spend import BudgetSpent, MeteredUsage, SpendMeter, token_bound
+from crase_core.records import Claim, ClaimSet, EdgeMatrix, Paper, PlanResult, Usage
 
 MAX_ABSTRACT_CHARS = 6000
 TOKENS = {"plan": 256, "claims": 1024, "entailment": 512, "entailment_group": 2048}
@@ -64,7 +64,7 @@ def _plain(usage: Usage) -> Usage:
 class _ModelComponent:
     """Shared machinery: prompt, identity, and the ask → parse → retry loop.
 
-    ``metered``: the batch methods take a :class:`~crase_core.spend.SpendMeter` (``meter=``) that
+    ``metered``: the batch methods take a :class:`~crase_core.llm.spend.SpendMeter` (``meter=``) that
     checks every HTTP attempt, retries included, against the run's budget.
     """
 

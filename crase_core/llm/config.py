@@ -1,6 +1,6 @@
 """Settings of an OpenAI-compatible model endpoint, and the operator's allow-list of endpoints.
 
-Every field carries its default, range and help as :class:`~crase_core.knobs.Knob`
+Every field carries its default, range and help as :class:`~crase_core.settings.knobs.Knob`
 metadata; :mod:`crase_core.config` builds the CLI flags from it and loads it
 from the settings file and the environment (``CRASE_BASE_URL``, ``CRASE_MODEL``,
 ``CRASE_PROMPTS_DIR``).
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import environment
-from ..errors import InputError
-from ..knobs import check, knob, spec
-from ..redaction import redact, redact_url
+from crase_core.errors import InputError
+from crase_core.redaction import redact, redact_url
+from crase_core.settings import environment
+from crase_core.settings.knobs import check, knob, spec
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_KEY_ENVS = environment.LLM_KEYS

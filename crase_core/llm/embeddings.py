@@ -30,11 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
-from ..records import Usage
-from .client import BudgetError, DeadlineError, Endpoint, ItemError, Session, TransientError, _preview
-from .config import LLMSettings
-from .transport import Response
+from crase_core.errors import ModelError
+from crase_core.llm.client import (
+    BudgetError,
+    DeadlineError,
+    Endpoint,
+    ItemError,
+    Session,
+    TransientError,
+    _preview,
+)
+from crase_core.llm.config import LLMSettings
+from crase_core.llm.transport import Response
+from crase_core.records import Usage
 
 log = logging.getLogger(__name__)
 

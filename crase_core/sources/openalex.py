@@ -40,11 +40,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ..errors import InputError
-from ..knobs import check, knob, spec
-from ..records import Paper
-from .base import NeighborList, ScoredPaper, SourceFilter
-from .s2_http import S2Client, S2Stats, S2Unavailable
+from crase_core.errors import InputError
+from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
+from crase_core.records import Paper
+from crase_core.settings.knobs import check, knob, spec
+from crase_core.sources.s2_http import S2Client, S2Stats, S2Unavailable
 
 log = logging.getLogger(__name__)
 

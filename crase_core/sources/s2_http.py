@@ -46,10 +46,11 @@ import diskcache
 import httpcore
 import httpx
 
-from .. import deadline, environment
-from ..cache import cache_root, open_disk_cache, stable_hash
-from ..errors import InputError, SourceError
-from ..knobs import check, knob, spec
+from crase_core import deadline
+from crase_core.cache import cache_root, open_disk_cache, stable_hash
+from crase_core.errors import InputError, SourceError
+from crase_core.settings import environment
+from crase_core.settings.knobs import check, knob, spec
 
 log = logging.getLogger(__name__)
 

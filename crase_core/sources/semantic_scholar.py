@@ -28,7 +28,7 @@ Endpoints and what each method costs (HTTP requests; a cached response costs 0):
   for a 1,000-paper graph, against |V| requests for per-paper reference lists.
 
 * ``semantic_vectors(ids)`` — the papers' SPECTER2 embeddings (``embedding.specter_v2``: ``{"model",
-  "vector"}``, 768 numbers) for semantic feedback (:func:`crase_core.semantic.rerank_fuse`): ``POST
+  "vector"}``, 768 numbers) for semantic feedback (:func:`crase_core.retrieval.semantic.rerank_fuse`): ``POST
   /paper/batch`` with ``fields=embedding.specter_v2`` for the ids not seen before, at most ``batch_size``
   a call — one call per fused search list (the default fuses only the question's own search). A paper
   without a usable vector (``null``, not a list of finite numbers, another length) gets none; a batch the
@@ -59,10 +59,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import SourceError
-from ..records import Paper
-from .base import NeighborList, ScoredPaper, SourceFilter
-from .s2_http import (
+from crase_core.errors import SourceError
+from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
+from crase_core.records import Paper
+from crase_core.sources.s2_http import (
     S2BadRequest,
     S2Client,
     S2Settings,

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..component_cache import ComponentCache, Edge
-from ..errors import BudgetExceeded
-from ..records import Budget, ClaimSet, EdgeMatrix, PlanResult
-from ..settings import PipelineSettings
-from .expansion import Expansion
+from crase_core.component_cache import ComponentCache, Edge
+from crase_core.errors import BudgetExceeded
+from crase_core.records import Budget, ClaimSet, EdgeMatrix, PlanResult
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.expansion import Expansion
 
 #: estimated tokens (prompt + completion) of one model item: (fixed, per matrix cell). Measured on the
 #: embedded corpus with the shipped prompts (docs/llm_backend.md, "Tokens per item").

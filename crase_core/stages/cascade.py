@@ -20,16 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cache import result_key
-from ..component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge, key_identity
-from ..errors import ModelError
-from ..records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix, RankedPaper, SearchHit, Seed
-from ..settings import PipelineSettings
-from ..spend import SpendMeter, is_budget_failure
-from .budget import CachedWork, describe_budget, item_tokens
-from .expansion import Expansion
-from .progress import ProgressFn, emit
-from .scoring import BATCH, MOSTLY_FAILED_WARNING, OFFLINE_BATCH, Scored
+from crase_core.cache import result_key
+from crase_core.component_cache import CACHED_FAILURE_NOTE, ComponentCache, Edge, key_identity
+from crase_core.errors import ModelError
+from crase_core.llm.spend import SpendMeter, is_budget_failure
+from crase_core.records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix, RankedPaper, SearchHit, Seed
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.budget import CachedWork, describe_budget, item_tokens
+from crase_core.stages.expansion import Expansion
+from crase_core.stages.progress import ProgressFn, emit
+from crase_core.stages.scoring import BATCH, MOSTLY_FAILED_WARNING, OFFLINE_BATCH, Scored
 
 ROUND_MIN = 16  # model items per cascade round at least (re-ranking between rounds costs milliseconds)
 #: cited papers per grouped call when the scorer does not say (:data:`crase_core.llm.components.MAX_GROUP_EDGES`)

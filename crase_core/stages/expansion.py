@@ -1,4 +1,4 @@
-"""Stage 2a: the evidence graph — expand the seeds (see :mod:`crase_core.expansion`), drop ids the
+"""Stage 2a: the evidence graph — expand the seeds (see :mod:`crase_core.retrieval.neighbourhood`), drop ids the
 source has no record of, and add the full-query text candidates the expansion did not reach."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..expansion import ExpandedGraph, expand
-from ..records import Paper, SearchHit, Seed
-from ..settings import PipelineSettings
-from ..sources.base import PaperSource
-from .progress import ProgressFn, emit
+from crase_core.paper_source import PaperSource
+from crase_core.records import Paper, SearchHit, Seed
+from crase_core.retrieval.neighbourhood import ExpandedGraph, expand
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.progress import ProgressFn, emit
 
 
 @dataclass

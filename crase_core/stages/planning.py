@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..component_cache import ComponentCache
-from ..records import PlanResult
-from ..settings import PipelineSettings
-from .progress import ProgressFn, emit
+from crase_core.component_cache import ComponentCache
+from crase_core.records import PlanResult
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.progress import ProgressFn, emit
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..records import Budget
+from crase_core.records import Budget
 
 STAGES = ("plan", "seeds", "expansion", "claims", "entailment", "pruning", "ranking")
 

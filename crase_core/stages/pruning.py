@@ -1,6 +1,6 @@
 """Stage 2c: Δ, pruning and weights of each edge (paper Eq. 3–5), then the fate of each node and seed.
 
-Pure functions of the scored graph (apart from progress events): see :mod:`crase_core.affinity`.
+Pure functions of the scored graph (apart from progress events): see :mod:`crase_core.ranking.affinity`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..affinity import (
+from crase_core.component_cache import Edge
+from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA
+from crase_core.ranking.affinity import (
     RULE_FAILED,
     age_years,
     coverage_affinity,
@@ -18,12 +20,10 @@ from ..affinity import (
     supported_claims,
     surviving_nodes,
 )
-from ..component_cache import Edge
-from ..entailment import WORD_OVERLAP_SUPPORT_THETA
-from ..records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
-from ..settings import PipelineSettings
-from .expansion import Expansion
-from .progress import ProgressFn, emit
+from crase_core.records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.expansion import Expansion
+from crase_core.stages.progress import ProgressFn, emit
 
 
 @dataclass
@@ -44,7 +44,7 @@ def edge_theta(scorer: str, settings: PipelineSettings) -> float:
 
 def support_theta(scorer: str, settings: PipelineSettings) -> float:
     """The θ a claim is marked supported at: the scorer's own calibrated threshold — ``settings.theta`` for a
-    model's matrix (the paper's), :data:`~crase_core.entailment.WORD_OVERLAP_SUPPORT_THETA` for the word-overlap
+    model's matrix (the paper's), :data:`~crase_core.evidence.entailment.WORD_OVERLAP_SUPPORT_THETA` for the word-overlap
     scorer's, whatever θ_lexical the pruning reads."""
     return settings.theta if scorer == MODEL else WORD_OVERLAP_SUPPORT_THETA
 

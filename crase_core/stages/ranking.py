@@ -2,7 +2,7 @@
 full-query text score (``fusion``), then explain the top k.
 
 The ranker is called in one place, :func:`run_ranker`, and a pruned graph is ranked in one place,
-:func:`rank_graph` (the pipeline and ``crase_core.rerank``); the fusion is one pure function, :func:`fuse_scores`.
+:func:`rank_graph` (the pipeline and ``crase_core.audit.rerank``); the fusion is one pure function, :func:`fuse_scores`.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .. import rankers
-from ..ranking import WeightedGraph, top_k
-from ..records import EdgeRecord, NodeRecord, RankedPaper, RankingResult, ScorePart, SearchHit, Seed
-from ..score_parts import FusionTerm, explain_scores
-from ..settings import PipelineSettings
-from ..text import content_terms
-from ..trails import best_trails, explain
-from .expansion import Expansion
-from .progress import ProgressFn, emit
-from .pruning import Pruning
+from crase_core.ranking import rankers
+from crase_core.ranking.score_parts import FusionTerm, explain_scores
+from crase_core.ranking.trails import best_trails, explain
+from crase_core.ranking.walks import WeightedGraph, top_k
+from crase_core.records import EdgeRecord, NodeRecord, RankedPaper, RankingResult, ScorePart, SearchHit, Seed
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.expansion import Expansion
+from crase_core.stages.progress import ProgressFn, emit
+from crase_core.stages.pruning import Pruning
+from crase_core.text import content_terms
 
 ALL_PRUNED_WARNING = ("every citation edge was pruned (no cited claim supports a citing claim at θ); nothing left "
                       "to rank. Lower θ, or raise nothing: this is the evidence graph's verdict.")
@@ -277,7 +277,7 @@ def final_scores(settings: PipelineSettings, walk: Mapping[str, float], seeds: S
 def run_ranker(ranker: str, graph: WeightedGraph, p: Mapping[str, float], settings: PipelineSettings) -> RankingResult:
     """Rank ``graph`` with the registered ranker ``ranker`` from restart distribution ``p``.
 
-    The one place a ranker is called (the pipeline and :mod:`crase_core.rerank`); the registry
+    The one place a ranker is called (the pipeline and :mod:`crase_core.audit.rerank`); the registry
     passes it its own parameters from ``settings`` (α/tol/max_iter for the walks, ``cep_*`` for CEP).
     """
     return rankers.rank(settings if settings.ranker == ranker else settings.replace(ranker=ranker), graph, p)
@@ -379,7 +379,7 @@ def rank_graph(ranker: str, node_ids: Sequence[str], alive: set[str], text_ids: 
     for the floor (:func:`floor_only_ids`) take no part in the walk or the fusion: they enter the list last
     and the floor moves them up. The restart reads ``restart_hits`` when given, else ``query_hits``; the
     fusion and the floor always read ``query_hits``. Why the walk restarted where it did, an empty graph
-    and a walk that did not converge are said in ``warnings``. Pure; :mod:`crase_core.rerank` reuses it."""
+    and a walk that did not converge are said in ``warnings``. Pure; :mod:`crase_core.audit.rerank` reuses it."""
     notes = warnings if warnings is not None else []
     floor_only = floor_only_ids(text_ids, query_hits, settings)
     held_out = set(floor_only)
@@ -408,7 +408,7 @@ def floor_label(settings: PipelineSettings) -> str:
 
 def score_parts(graph_ranking: GraphRanking, ranker: str, settings: PipelineSettings, targets: Sequence[str],
                 query_hits: Sequence[SearchHit]) -> dict[str, list[ScorePart]]:
-    """The score parts (:mod:`crase_core.score_parts`) of ``targets``, from what :func:`rank_graph` computed:
+    """The score parts (:mod:`crase_core.ranking.score_parts`) of ``targets``, from what :func:`rank_graph` computed:
     the fusion terms, each walk score's split by restart source (the ranker's ``attribute``) and the search
     score's ingredients. Pure."""
     ranked = [t for t in targets if t in graph_ranking.graph._pos]

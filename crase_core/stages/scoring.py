@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..component_cache import ComponentCache, Edge
-from ..records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix
-from ..spend import is_budget_failure
-from .budget import CachedWork
-from .expansion import Expansion
-from .progress import ProgressFn, emit
+from crase_core.component_cache import ComponentCache, Edge
+from crase_core.llm.spend import is_budget_failure
+from crase_core.records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix
+from crase_core.stages.budget import CachedWork
+from crase_core.stages.expansion import Expansion
+from crase_core.stages.progress import ProgressFn, emit
 
 BATCH = 256  # items per model batch; progress is reported between batches
 #: edges per batch of an offline scorer: it vectorises a whole batch, so per-batch set-up (claim texts, term

@@ -1,10 +1,10 @@
 """Stage 1b: seeds — one search per sub-query, seeds by top-t of relevance and recency (see
-:mod:`crase_core.seeds`), plus one search for the full query (query restart and text candidates).
+:mod:`crase_core.retrieval.seeds`), plus one search for the full query (query restart and text candidates).
 
 The per-sub-query part is a :class:`SeedingStage`: :func:`search_seeds` by default; an evaluation can
 pass another with the same signature (``crase_core.evaluation.stress`` injects corrupted seeds), and
 :class:`LibrarySeeding` adds the papers the user already has. Stage 1b also judges how much the corpus
-has on the query (:mod:`crase_core.query_coverage`): a weak match is a warning of the run.
+has on the query (:mod:`crase_core.retrieval.query_coverage`): a weak match is a warning of the run.
 """
 
 from __future__ import annotations
@@ -15,12 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..anchor import anchor_scores
-from ..feedback import feedback_terms, interpolate
-from ..library import LibraryEntry, resolve
-from ..proximity import rescore
-from ..query_coverage import coverage_for_source
-from ..records import (
+from crase_core.paper_source import PaperSource, ScoredPaper
+from crase_core.records import (
     Paper,
     PlanResult,
     QueryCoverage,
@@ -30,13 +26,17 @@ from ..records import (
     SubQueryResult,
     UserLibrary,
 )
-from ..seeds import build_seed_set, rank_hits
-from ..semantic import Lookup, feedback_fuse, rerank_fuse
-from ..settings import PipelineSettings
-from ..sources.base import PaperSource, ScoredPaper
-from ..termstats import index_idf
-from ..text_parts import ANCHOR, BM25
-from .progress import ProgressFn, emit
+from crase_core.retrieval.anchor import anchor_scores
+from crase_core.retrieval.feedback import feedback_terms, interpolate
+from crase_core.retrieval.library import LibraryEntry, resolve
+from crase_core.retrieval.proximity import rescore
+from crase_core.retrieval.query_coverage import coverage_for_source
+from crase_core.retrieval.seeds import build_seed_set, rank_hits
+from crase_core.retrieval.semantic import Lookup, feedback_fuse, rerank_fuse
+from crase_core.retrieval.text_parts import ANCHOR, BM25
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages.progress import ProgressFn, emit
+from crase_core.store.termstats import index_idf
 
 NO_SEEDS_WARNING = "no paper matched any sub-query: nothing to expand. Try other words or a broader query."
 
@@ -57,7 +57,7 @@ class Seeding:
     feedback: list[str] = field(default_factory=list)  # the full-query search's feedback terms (feedback_docs)
     #: the walk's restart list when it differs from ``query_hits`` (anchor_restart_weight); None: query_hits
     restart_hits: list[SearchHit] | None = None
-    semantic_feedback: bool = False  # whether the searches were fused with semantic feedback (crase_core.semantic)
+    semantic_feedback: bool = False  # whether the searches were fused with semantic feedback (crase_core.retrieval.semantic)
     semantic_note: str = ""  # what semantic feedback read, or why it was off and how to turn it on
 
     @property
@@ -69,10 +69,10 @@ class Seeding:
 def search(source: PaperSource, query: str, settings: PipelineSettings, *, question: bool = False) -> list[ScoredPaper]:
     """The one search call of stage 1b: ``settings.search_limit`` results of ``source`` for ``query``,
     re-scored by term proximity when ``settings.proximity_weight`` or ``proximity_window_weight`` > 0
-    (:mod:`crase_core.proximity`) and the source searches a local BM25 index (one with a ``text_index``: the
+    (:mod:`crase_core.retrieval.proximity`) and the source searches a local BM25 index (one with a ``text_index``: the
     weights are measured on BM25's score scale; a remote source's own ranking, e.g. Semantic Scholar's,
     is kept as it is), then fused with semantic feedback when ``settings.semantic_feedback_weight`` > 0 and the
-    source has embeddings for its corpus (:mod:`crase_core.semantic`) — in every search (scope "all"), or only
+    source has embeddings for its corpus (:mod:`crase_core.retrieval.semantic`) — in every search (scope "all"), or only
     in the full question's own (``question``; scope "question"); scope "fusion" fuses none here
     (:func:`search_full_query` does, for the final fusion only)."""
     results = source.search(query, settings.search_limit)
@@ -86,9 +86,9 @@ def search(source: PaperSource, query: str, settings: PipelineSettings, *, quest
 
 def semantic_fuse(source: PaperSource, results: list[ScoredPaper], settings: PipelineSettings) -> list[ScoredPaper]:
     """``results`` fused with semantic feedback (weight ``settings.semantic_feedback_weight``) when the weight
-    is > 0 and ``source`` has embeddings: a local corpus's (:func:`crase_core.semantic.feedback_fuse`, the
+    is > 0 and ``source`` has embeddings: a local corpus's (:func:`crase_core.retrieval.semantic.feedback_fuse`, the
     nearest visible papers join), or a remote source's own vectors for its hits (``semantic_vectors``, e.g.
-    Semantic Scholar's SPECTER2; :func:`crase_core.semantic.rerank_fuse`, the list is re-ordered); else
+    Semantic Scholar's SPECTER2; :func:`crase_core.retrieval.semantic.rerank_fuse`, the list is re-ordered); else
     ``results``."""
     weight = settings.semantic_feedback_weight
     if weight <= 0 or not results:
@@ -194,7 +194,7 @@ def add_query_seeds(query: str, hits: Sequence[SearchHit], seeding: Seeding, r: 
 def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, settings: PipelineSettings,
                   seeding: Seeding) -> list[ScoredPaper]:
     """``results`` blended with a search for the pseudo-relevance-feedback terms of their top
-    ``feedback_docs`` papers (:mod:`crase_core.feedback`); idf from the source's index when it has one,
+    ``feedback_docs`` papers (:mod:`crase_core.retrieval.feedback`); idf from the source's index when it has one,
     else 1. ``results`` unchanged when no term qualifies. Counts the extra search in ``seeding``."""
     index = getattr(source, "text_index", None)
     idf = index_idf(index) if index is not None else (lambda _t: 1.0)
@@ -211,7 +211,7 @@ def with_feedback(query: str, results: list[ScoredPaper], source: PaperSource, s
 def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource, weight: float,
                      limit: int) -> list[ScoredPaper]:
     """``results`` blended (``weight``) with the anchor-text ranking of the visible corpus, at most
-    ``limit`` (:mod:`crase_core.anchor`); ``results`` itself for a source without a local corpus and index."""
+    ``limit`` (:mod:`crase_core.retrieval.anchor`); ``results`` itself for a source without a local corpus and index."""
     corpus, index = getattr(source, "corpus", None), getattr(source, "text_index", None)
     visible = getattr(source, "visible", None)
     if corpus is None or index is None or visible is None:

@@ -2,7 +2,7 @@
 
 The pointer goes to the midpoint of a random kept edge's drawn curve, or to a random paper's centre; the
 item the graph highlights (hover) must be the one a click then opens, and the one nearest the pointer by
-the reference geometry (:func:`crase_core.graph_views.pointed_items`, computed here in Python from the
+the reference geometry (:func:`crase_core.views.graph_views.pointed_items`, computed here in Python from the
 drawn positions, independently of the script's own hit test).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crase_core.graph_views import arc_midpoint, drawn_curve, pointed_items
+from crase_core.views.graph_views import arc_midpoint, drawn_curve, pointed_items
 
 TIE_PX = 0.5  # items this close to the nearest distance are as near as it (a click lands on a pixel)
 

@@ -98,7 +98,7 @@ def shoot(out: Path, sizes: list[tuple[int, int]], demo: int, prefix: str) -> No
         saved = sorted(q for q in runs_dir.glob("*.json") if not q.name.endswith(".meta.json"))
         if saved:
             from crase_core import trace as trace_io
-            from crase_core.html_export import to_html
+            from crase_core.views.html_export import to_html
 
             html_file = out / f"{prefix}export.html"
             html_file.write_text(to_html(trace_io.load(saved[0])), encoding="utf-8")

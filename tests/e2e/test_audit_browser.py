@@ -6,7 +6,7 @@ On the embedded hep-th corpus, one query run from the Search page:
   nothing by the claim labels) and the two claim tables stay inside their columns, side by side, without
   overlapping;
 * "Apply my verdicts" saves a re-ranked run whose trace names its parent, applies the verdict and ranks
-  exactly as :func:`crase_core.rerank.apply_verdicts` does; the page says how many papers moved, the Runs
+  exactly as :func:`crase_core.audit.rerank.apply_verdicts` does; the page says how many papers moved, the Runs
   page shows the lineage, and the re-ranked run opens;
 * a result's "why this rank" view lists its score's parts, which sum to its score.
 
@@ -28,8 +28,8 @@ skip_without_browser()
 from playwright.sync_api import Page  # noqa: E402
 
 from crase_core import trace as trace_io  # noqa: E402
-from crase_core.audit import audit_queue  # noqa: E402
-from crase_core.rerank import EdgeVerdict, apply_verdicts, rank_changes  # noqa: E402
+from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, rank_changes  # noqa: E402
+from crase_core.audit.store import audit_queue  # noqa: E402
 from crase_core.trace import RunTrace  # noqa: E402
 
 QUERY = "tachyon condensation on unstable D-branes"
@@ -176,7 +176,7 @@ def test_why_view_and_ranking_page(app_run):
 def test_verdict_apply_rerank_flow(app_run):
     """A blind verdict recorded on the page (prune a queue edge) and one recorded before (prune an edge into a
     top result, so that papers move); apply: the saved child run is exactly the library's re-rank."""
-    from crase_core.audit import AuditStore
+    from crase_core.audit.store import AuditStore
 
     _, runs_dir, trace, page = app_run
     queue = audit_queue(trace.edges, QUEUE, trace.run_id)[:VISIBLE_ROWS]

@@ -18,8 +18,8 @@ skip_without_browser()
 
 from pointing import point_and_click, targets  # noqa: E402
 
-from crase_core.graph_views import run_view  # noqa: E402
-from crase_core.html_export import to_html  # noqa: E402
+from crase_core.views.graph_views import run_view  # noqa: E402
+from crase_core.views.html_export import to_html  # noqa: E402
 
 DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
 GRAPH = "window.craseExport.graph"

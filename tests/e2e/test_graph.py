@@ -27,7 +27,7 @@ skip_without_browser()
 from playwright.sync_api import Frame, Page  # noqa: E402
 from pointing import point_and_click, targets  # noqa: E402
 
-from crase_core.graph_views import drawn_curve  # noqa: E402
+from crase_core.views.graph_views import drawn_curve  # noqa: E402
 
 DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
 GRAPH = "window.craseGraph"
@@ -91,7 +91,7 @@ def test_default_view_labels_fit_and_are_unique(demo_run):
         return {labels: g.labels, width: r.width, height: r.height,
                 nodes: g.nodes.getIds().map(id => ({id: String(id)}))}; }""")
     assert info["width"] >= 900 and info["height"] >= 0.65 * 900, info
-    from crase_core.graph_views import node_labels
+    from crase_core.views.graph_views import node_labels
 
     labels = node_labels(trace, [n.paper.id for n in trace.nodes])
     shown = [labels[n["id"]] for n in info["nodes"]]
@@ -240,7 +240,7 @@ def test_double_click_focuses_on_that_paper(demo_run):
     frame.wait_for_function(f"id => {GRAPH}.key.includes('|focus|') && {GRAPH}.key.endsWith('|' + id) && {GRAPH}.ready",
                             arg=aim.id, timeout=30_000)
     nodes = set(frame.evaluate(f"() => {GRAPH}.nodes.getIds().map(String)"))
-    from crase_core.graph_views import focus_view, node_labels
+    from crase_core.views.graph_views import focus_view, node_labels
 
     assert nodes == set(focus_view(trace, aim.id).nodes)
     picker = page.locator("[data-testid='stSelectbox']", has_text="Focus on").first

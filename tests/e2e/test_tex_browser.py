@@ -1,6 +1,6 @@
 """No raw TeX where a reader looks: the app's result cards and inspectors, and the HTML export, in Chromium.
 
-"Raw TeX" is :func:`crase_core.tex.raw_tex`: a backslash command or escape, a ``$…$`` span, a ``^{`` / ``_{``
+"Raw TeX" is :func:`crase_core.views.tex.raw_tex`: a backslash command or escape, a ``$…$`` span, a ``^{`` / ``_{``
 script group or a ``{\\`` font group left in the text a reader sees (``innerText``). The runs are the demo
 queries over the embedded hep-th corpus, whose titles, authors and abstracts carry TeX (``AdS_3``,
 ``Ba\\~nados``, ``${\\cal N}=4$``…).
@@ -20,7 +20,7 @@ skip_without_browser()
 
 from playwright.sync_api import Page  # noqa: E402
 
-from crase_core import tex  # noqa: E402
+from crase_core.views import tex  # noqa: E402
 
 DEMOS = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))
 TEXY = ("\\", "$", "_", "^", "{")
@@ -106,8 +106,8 @@ EMIT_EDGE = "i => { window.craseExport.network.body.emitter.emit('click', {nodes
 
 
 def test_exported_runs_show_no_raw_tex(hepth_engine, chromium, tmp_path):
-    from crase_core.html_export import to_html
     from crase_core.pipeline import run_query
+    from crase_core.views.html_export import to_html
 
     pg = chromium.new_page(viewport={"width": 1440, "height": 900})
     checked = 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crase_core.cli import main
+from crase_core.cli.main import main
 
 QUERY = "black hole entropy microstates"
 

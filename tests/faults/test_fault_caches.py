@@ -18,7 +18,7 @@ import pytest
 from fault_tools import QUERY, cli_env, query, ranked, shared_tmp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core.corpus import _fingerprint
+from crase_core.store.corpus import fingerprint
 
 
 class _Payload:
@@ -43,7 +43,7 @@ def test_planted_pickles_in_every_cache_are_never_executed(tmp_path, monkeypatch
     cache = tmp_path / "cache"
     marker = tmp_path / "EXECUTED"
     evil = pickle.dumps(_Payload(marker))
-    fp = _fingerprint([corpus / "papers.jsonl", corpus / "citations.tsv"])
+    fp = fingerprint([corpus / "papers.jsonl", corpus / "citations.tsv"])
     (cache / "corpus").mkdir(parents=True)
     for name in (f"tiny-{fp}-v1.pkl", f"tiny-{fp}-v2.npz"):  # the old pickle cache's name and the new one's
         (cache / "corpus" / name).write_bytes(evil)
@@ -67,7 +67,7 @@ def test_planted_pickles_in_every_cache_are_never_executed(tmp_path, monkeypatch
     assert not marker.exists(), "a planted pickle was executed"
     assert len(source.corpus) == 6 and source.corpus.n_citations == 7
     # the planted files were ignored: the corpus lives in a memory-mapped store beside them, which the next open maps
-    from crase_core import corpus_store
+    from crase_core.store import corpus_store
 
     stores = [p for p in (cache / "corpus").iterdir() if p.is_dir()]
     assert len(stores) == 1 and corpus_store.verify(stores[0]) == []

@@ -149,7 +149,7 @@ def test_record_without_id_is_dropped_and_reported(capsys, tmp_path, clean_ranke
     r = _run(capsys, d)
     assert r.code == 0, r.err
     _same_list(r.out, clean_ranked)
-    from crase_core import corpus_folder
+    from crase_core.store import corpus_folder
 
     report = corpus_folder.open_or_build(d).validation
     assert report.paper_notes["missing_ids"] == 1 and report.examples["missing_ids"] == ["papers.jsonl:7"]

@@ -18,11 +18,11 @@ import pytest
 from fault_tools import REPO, cli_env, query, ranked, run_cli, shared_tmp
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core import corpus_folder
 from crase_core.errors import CorpusError
 from crase_core.sources.local import open_corpus
+from crase_core.store import corpus_folder
 
-JOURNAL = ".crase-append.json"  # crase_core.append_journal.JOURNAL
+JOURNAL = ".crase-append.json"  # crase_core.store.append_journal.JOURNAL
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -90,7 +90,7 @@ def test_disk_full_during_an_append_leaves_the_corpus_as_it_was(tmp_path, cache_
 def test_a_write_that_fails_half_way_is_cut_back(tmp_path, monkeypatch):
     """The same at a chosen point, on any machine: the write of ``citations.tsv`` fails after
     ``papers.jsonl`` grew and half of the citations were written (ENOSPC)."""
-    from crase_core import append_journal
+    from crase_core.store import append_journal
 
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     corpus = write_corpus(tmp_path / "tiny", TINY_PAPERS[:4], TINY_CITATIONS[:3])
@@ -260,7 +260,7 @@ def test_a_query_during_an_append_waits_for_it(tmp_path):
 @pytest.mark.fault_kind("corpus-planted-journal")
 @pytest.mark.parametrize("journal", ["outside", "absolute", "fifo", "huge", "garbage"])
 def test_a_planted_journal_never_cuts_a_file(tmp_path, journal):
-    from crase_core import append_journal
+    from crase_core.store import append_journal
 
     corpus = write_corpus(tmp_path / "tiny")
     victim = tmp_path / "victim.txt"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tiny_corpus import write_corpus
 
-from crase_core import corpus_store
 from crase_core.sources.local import LocalSource
-from crase_core.textindex import PostingsWriter
+from crase_core.store import corpus_store
+from crase_core.store.textindex import PostingsWriter
 
 
 def _leftovers(root: Path) -> list[str]:
@@ -55,8 +55,8 @@ def test_a_long_unknown_id_does_not_drop_the_other_lines_of_its_block(tmp_path, 
     made the whole block miss (the ids' hashes were compared at another width), dropping every edge in it."""
     import json
 
-    from crase_core import corpus_folder
-    from crase_core.corpus import load_corpus
+    from crase_core.store import corpus_folder
+    from crase_core.store.corpus import load_corpus
 
     monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "c"

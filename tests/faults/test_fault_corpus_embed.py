@@ -24,7 +24,7 @@ from fault_tools import cli_env
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
-from crase_core.semantic import folder_embeddings_file  # noqa: E402
+from crase_core.retrieval.semantic import folder_embeddings_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 from fault_tools import query, ranked, run_cli
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
-from crase_core import corpus_store
+from crase_core.store import corpus_store
 
 
 def _grown(tmp_path: Path) -> tuple[Path, Path, str]:

@@ -13,7 +13,7 @@ from crase_core import deadline
 from crase_core.cache import ResultCache
 from crase_core.deadline import Deadline, DeadlineExceeded
 from crase_core.pipeline import Engine, run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
 SETTINGS = PipelineSettings(m=3, L=2)
 

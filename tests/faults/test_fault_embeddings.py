@@ -18,10 +18,21 @@ import numpy as np
 import pytest
 from cli_tools import QUERY, crase, ranked
 
-from crase_core import semantic
-from crase_core.embedding_files import Manifest, manifest_path, normalised_f16, texts_digest, write_embeddings
-from crase_core.semantic import embeddings_file, find_embeddings, folder_embeddings_file, load_embeddings
+from crase_core.retrieval import semantic
+from crase_core.retrieval.semantic import (
+    embeddings_file,
+    find_embeddings,
+    folder_embeddings_file,
+    load_embeddings,
+)
 from crase_core.sources.local import LocalSource
+from crase_core.store.embedding_files import (
+    Manifest,
+    manifest_path,
+    normalised_f16,
+    texts_digest,
+    write_embeddings,
+)
 
 HEP_QUERY = "noncommutative solitons and tachyon condensation"
 

@@ -12,7 +12,7 @@ from cli_tools import crase
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
 from crase_core import trace as trace_io
-from crase_core.export import to_bibtex, to_csv, to_ris
+from crase_core.views.export import to_bibtex, to_csv, to_ris
 
 HOSTILE_TITLE = "Black\x01 hole \x1b]0;pwned\x07entropy\x1b[2J from\x7f \u202eD-branes\x85"
 # C0 controls but tab/LF/CR, DEL, C1 controls, bidi embeddings/overrides/isolates

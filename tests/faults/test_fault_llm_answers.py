@@ -19,8 +19,8 @@ from crase_core.cache import ResultCache  # noqa: E402
 from crase_core.component_cache import FAILURE_TTL_S  # noqa: E402
 from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
 from crase_core.pipeline import Engine, model_mostly_failed, run_query  # noqa: E402
-from crase_core.settings import PipelineSettings  # noqa: E402
-from crase_core.termstats import TermStats  # noqa: E402
+from crase_core.settings.pipeline import PipelineSettings  # noqa: E402
+from crase_core.store.termstats import TermStats  # noqa: E402
 
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
 QUERY = "black hole microstates anti-de Sitter"

@@ -21,8 +21,8 @@ from crase_core.backends import offline_backend  # noqa: E402
 from crase_core.cache import ResultCache  # noqa: E402
 from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
 from crase_core.pipeline import Engine, run_query  # noqa: E402
-from crase_core.settings import PipelineSettings  # noqa: E402
-from crase_core.termstats import TermStats  # noqa: E402
+from crase_core.settings.pipeline import PipelineSettings  # noqa: E402
+from crase_core.store.termstats import TermStats  # noqa: E402
 
 QUERY = "black hole microstates anti-de Sitter"
 BUDGET = 40

@@ -17,8 +17,8 @@ from fault_tools import query, run_cli
 from tiny_corpus import TINY_CITATIONS, TINY_PAPERS, write_corpus
 
 from crase_core import trace as trace_io
-from crase_core.audit import AuditStore, verdicts_csv
-from crase_core.export import to_csv, to_graphml
+from crase_core.audit.store import AuditStore, verdicts_csv
+from crase_core.views.export import to_csv, to_graphml
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J"
 # any C0 control but newline, DEL, or a C1 control (8-bit CSI/OSC included)

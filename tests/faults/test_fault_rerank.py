@@ -19,7 +19,7 @@ from crase_core import trace as trace_io
 @pytest.fixture(scope="module")
 def run(tiny_corpus_dir, tmp_path_factory) -> Path:
     """A saved run of the tiny corpus with θ_lexical 0.75 (both kept and pruned edges)."""
-    from crase_core.cli import main
+    from crase_core.cli.main import main
 
     path = tmp_path_factory.mktemp("rerank") / "run.json"
     assert main(["query", QUERY, "--corpus", str(tiny_corpus_dir), "--quiet", "--theta-lexical", "0.75",

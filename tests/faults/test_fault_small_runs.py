@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from crase_core.pipeline import run_query
-from crase_core.settings import PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import RunTrace
 
 ROOT = Path(__file__).resolve().parents[2]

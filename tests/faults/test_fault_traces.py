@@ -22,7 +22,7 @@ from crase_core import trace as trace_io
 @pytest.fixture(scope="module")
 def good(tiny_corpus_dir, tmp_path_factory) -> tuple[Path, str]:
     """(a valid trace file, the ranked list ``crase show`` prints for it)."""
-    from crase_core.cli import main
+    from crase_core.cli.main import main
 
     path = tmp_path_factory.mktemp("trace") / "run.json"
     assert main(["query", QUERY, "--corpus", str(tiny_corpus_dir), "--quiet", "--json", str(path)]) == 0
@@ -30,7 +30,7 @@ def good(tiny_corpus_dir, tmp_path_factory) -> tuple[Path, str]:
 
 
 def _show_text(path: Path) -> str:
-    from crase_core.cli import format_trace
+    from crase_core.cli.main import format_trace
 
     return format_trace(trace_io.load(path))
 

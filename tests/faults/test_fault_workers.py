@@ -10,7 +10,7 @@ import pytest
 from cli_tools import crase, one_error
 from tiny_corpus import write_corpus
 
-from crase_core import corpus_store
+from crase_core.store import corpus_store
 
 CORES = len(os.sched_getaffinity(0))  # the cores this process may use
 TOP = 4 * CORES

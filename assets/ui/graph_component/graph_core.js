@@ -1,5 +1,5 @@
 // The evidence graph of a Crase run: one drawing and one hit test, shared by the explorer's Streamlit
-// component (main.js) and the HTML export (inlined by crase_core/html_export.py, so it works offline).
+// component (main.js) and the HTML export (inlined by crase_core/views/html_export.py, so it works offline).
 //
 // vis-network 9.1.2 draws the papers and handles zoom, pan and dragging; this script draws everything else
 // on the same canvas — the edges (quadratic curves with the view model's `bend`, from rim to rim, arrow at
@@ -30,7 +30,7 @@
   function clamp(x, lo, hi) { return Math.max(lo, Math.min(hi, x)); }
   function safeColour(c, fallback) { return typeof c === "string" && /^#[0-9a-fA-F]{3,8}$/.test(c) ? c : fallback; }
 
-  // ---- geometry (canvas units): the quadratic Bézier of crase_core.graph_views.curve_points ----
+  // ---- geometry (canvas units): the quadratic Bézier of crase_core.views.graph_views.curve_points ----
   function control(p, q, bend) {
     var dx = q.x - p.x, dy = q.y - p.y;
     return { x: (p.x + q.x) / 2 + bend * dy, y: (p.y + q.y) / 2 - bend * dx };

@@ -1,7 +1,7 @@
 // The explorer's Streamlit component around graph_core.js (no build step, no CDN).
 // Protocol (streamlit-component-lib): we post "streamlit:componentReady", receive "streamlit:render"
 // messages with {args}, and post "streamlit:setComponentValue" / "streamlit:setFrameHeight".
-// args: the view model's records (crase_core.graph_views.RunView.as_dict: nodes, edges, axis, captions,
+// args: the view model's records (crase_core.views.graph_views.RunView.as_dict: nodes, edges, axis, captions,
 // legend, layout), hint, selected, key_data (rebuild only when it changes).
 (function () {
   "use strict";

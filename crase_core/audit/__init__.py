@@ -1,0 +1,1 @@
+"""Auditors' verdicts and the re-ranking they cause."""

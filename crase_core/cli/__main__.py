@@ -1,0 +1,5 @@
+"""``python -m crase_core.cli``: the same as the ``crase`` command."""
+
+from crase_core.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Claims and their support: extracted claims and the claim-level support scorers."""

@@ -1,0 +1,1 @@
+"""Every setting, declared once: the knobs, their sections, the settings file and the environment."""

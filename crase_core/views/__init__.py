@@ -1,0 +1,1 @@
+"""Presenting a run without Streamlit: graph view model, TeX rendering, exports, terminal text."""
