@@ -25,7 +25,7 @@ import streamlit as st
 
 from crase_app.display import md_escape
 from crase_app.shared import code, guarded, page_header, run_store
-from crase_core.config import load_settings
+from crase_core.settings.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_RESULTS = ROOT / "benchmarks" / "results"

@@ -73,7 +73,7 @@ def cmd_minilm(args: argparse.Namespace) -> None:
 
 def cmd_endpoint(args: argparse.Namespace) -> None:
     from crase_core.importers.corpus_embed import EndpointEmbedder
-    from crase_core.llm.config import LLMSettings
+    from crase_core.settings.llm import LLMSettings
 
     corpus = open_corpus(args.corpus)
     rows = _spread(len(corpus), args.papers)

@@ -22,7 +22,8 @@ from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summariz
 from crase_core.evaluation.metrics import aggregate_rows
 from crase_core.evaluation.report import RunSummary, kind_table, paired_table, write_report
 from crase_core.evaluation.split_half import choose_and_test, halves
-from crase_core.settings.pipeline import ROUND3_DEFAULTS, PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.trace import ROUND3_DEFAULTS
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
 

@@ -185,7 +185,7 @@ def check(dest: Path, fmt: str, benches: list[str], data: Path) -> dict[str, Any
     from crase_core.evaluation.benchmark import BenchQuery, load_benchmark
     from crase_core.evaluation.harness import EvalJob, evaluate_query, read_rows
     from crase_core.retrieval import semantic
-    from crase_core.runtime import RuntimeConfig
+    from crase_core.settings.runtime import RuntimeConfig
     from crase_core.sources import local
 
     emb = semantic.load_embeddings(semantic.embeddings_file("hepth", "fca14e40e654ab16"), 29555)

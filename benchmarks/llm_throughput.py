@@ -59,8 +59,8 @@ def child(base_url: str, concurrency: int, n: int, max_retries: int) -> dict:
     """One measurement in this (fresh) process: n entailment items at ``concurrency``."""
     from crase_core.llm.client import Endpoint
     from crase_core.llm.components import LLMEntailmentScorer, _transient
-    from crase_core.llm.config import LLMSettings
     from crase_core.records import Claim
+    from crase_core.settings.llm import LLMSettings
 
     settings = LLMSettings(base_url=base_url, model="fake-model", concurrency=concurrency, max_retries=max_retries,
                            timeout=30)

@@ -15,11 +15,11 @@ from typing import Any
 
 import streamlit as st
 
-from crase_core.config import Settings, form_specs, load_settings, with_choices
-from crase_core.runtime import RuntimeConfig
+from crase_core.settings.config import Settings, form_specs, load_settings, with_choices
 from crase_core.settings.knobs import Spec, spec
-from crase_core.settings.pipeline import PRESETS, PipelineSettings
-from crase_core.sources.s2_http import S2Settings
+from crase_core.settings.pipeline import ADVANCED, PRESETS, STAGE_TITLES, STAGES, PipelineSettings
+from crase_core.settings.runtime import RuntimeConfig
+from crase_core.settings.s2 import S2Settings
 
 SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",
                  "openalex": "OpenAlex API"}
@@ -103,14 +103,24 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     probe = base.replace(**{n: v for n, v in current.items() if n in ("ranker", "personalization")})
     refused = probe.inapplicable()
     values: dict[str, Any] = {"preset": preset}
-    shown = [s for s in knobs if s.name != "preset"]
-    for i, s in enumerate(shown):
-        if i % COLUMNS == 0:
-            cols = st.columns(COLUMNS)
-        why = refused.get(s.name)
-        raw = _widget(cols[i % COLUMNS], s, _to_widget(s, getattr(base, s.name)), _pipeline_key(prefix, s.name),
-                      disabled=why is not None, help_extra=f" (Disabled: {why}.)" if why else "")
-        values[s.name] = _from_widget(s, raw)
+    by_name = {s.name: s for s in knobs}
+    # one tab per stage with its usual knobs; the rarely changed ones of every stage fold into the last tab
+    # (tabs draw all their widgets, so a value set in a hidden tab is kept)
+    groups = [(STAGE_TITLES[stage], [[by_name[n] for n in names if n in by_name and n not in ADVANCED]])
+              for stage, names in STAGES.items()]
+    groups.append(("Rarely changed", [[by_name[n] for n in names if n in by_name and n in ADVANCED]
+                                      for names in STAGES.values()]))
+    for tab, (_, blocks) in zip(st.tabs([title for title, _ in groups]), groups, strict=True):
+        with tab:
+            for block in blocks:
+                for i, s in enumerate(block):
+                    if i % COLUMNS == 0:
+                        cols = st.columns(COLUMNS)
+                    why = refused.get(s.name)
+                    raw = _widget(cols[i % COLUMNS], s, _to_widget(s, getattr(base, s.name)),
+                                  _pipeline_key(prefix, s.name), disabled=why is not None,
+                                  help_extra=f" (Disabled: {why}.)" if why else "")
+                    values[s.name] = _from_widget(s, raw)
     return values
 
 
@@ -122,7 +132,7 @@ def settings_form(operator: Settings, prefix: str = "set") -> PipelineSettings:
 def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
     """Source, backend, the allowed endpoint (by name) and the source's form knobs, as JSON-able choices.
 
-    Pass the result to :func:`crase_core.config.with_choices` (``**choices``) or, as JSON, to
+    Pass the result to :func:`crase_core.settings.config.with_choices` (``**choices``) or, as JSON, to
     ``crase_app.shared.get_engine``.
     """
     sources = spec(RuntimeConfig, "source").knob.options()

@@ -33,7 +33,6 @@ from crase_app.display import (
 )
 from crase_app.why import why_block
 from crase_core.audit.store import AuditStore
-from crase_core.config import load_settings, with_choices
 from crase_core.errors import CraseError
 from crase_core.ranking.affinity import score_name
 from crase_core.ranking.trails import origin_text
@@ -42,6 +41,7 @@ from crase_core.redaction import install_log_filter
 from crase_core.resources import graph_component_dir
 from crase_core.runs import RunStore, with_content_id
 from crase_core.runtime import BuildStep, build_engine
+from crase_core.settings.config import load_settings, with_choices
 from crase_core.trace import RunTrace
 from crase_core.views import export
 

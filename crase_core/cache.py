@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import diskcache
-import platformdirs
 
 from crase_core.settings import environment
 
@@ -36,8 +35,7 @@ def cache_root() -> Path:
     Created when missing. When it cannot be (a file is in the way, no permission) a warning says
     so and the path is returned anyway: every cache under it then runs without its disk copy.
     """
-    root = environment.get(environment.CACHE_DIR) or platformdirs.user_cache_dir("crase")
-    path = Path(root)
+    path = environment.cache_folder()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:

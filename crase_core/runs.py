@@ -73,8 +73,7 @@ CALL_RECORD_FIELDS = ("cached", "usage", "scorer_reason")
 
 def runs_dir() -> Path:
     """``$CRASE_RUNS_DIR``, else ``<cache root>/runs`` (created)."""
-    root = environment.get(environment.RUNS_DIR)
-    path = Path(root) if root else cache_root() / "runs"
+    path = environment.runs_folder(cache_root())
     path.mkdir(parents=True, exist_ok=True)
     return path
 

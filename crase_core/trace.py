@@ -11,9 +11,11 @@ import json
 import math
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -37,9 +39,20 @@ from crase_core.records import (
     Truncation,
     UserLibrary,
 )
-from crase_core.settings.pipeline import ROUND3_DEFAULTS, PipelineSettings
+from crase_core.settings.pipeline import PipelineSettings
 
-TRACE_VERSION = 1
+#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`.
+TRACE_VERSION = 2
+
+#: what a version-1 trace that does not record a knob ran with (the default of that time, "round 3"): five
+#: sub-queries for any planner, the word-overlap scorer's edges judged at 0.15 and pruned at τ, no question seeds,
+#: no term proximity, no anchor text in the restart, a fixed μ 0.4; θ_lexical and τ_lexical are the trace's own θ
+#: and τ (one θ and one τ decided every edge then). Migration data of :func:`_v1_to_v2`.
+ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_lexical": 0.0, "query_seeds": 0,
+                                   "proximity_weight": 0.0, "proximity_window_weight": 0.0,
+                                   "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
+                                   "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
+                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
 MAX_TRACE_BYTES = 512 << 20
 
@@ -168,10 +181,7 @@ def loads(text: str | bytes) -> RunTrace:
 def from_dict(data: object) -> RunTrace:
     if not isinstance(data, dict):
         raise TraceError("not a Crase trace (expected a JSON object)")
-    version = data.get("trace_version")
-    if version != TRACE_VERSION:
-        raise TraceError(f"trace version {version!r} is not supported (this Crase reads version {TRACE_VERSION})")
-    data = _fill_unrecorded(data)
+    data = migrate(data)
     try:
         trace = _adapter().validate_python(data)
     except ValidationError as e:
@@ -187,9 +197,27 @@ def from_dict(data: object) -> RunTrace:
     return trace
 
 
+def migrate(data: dict) -> dict:
+    """``data`` brought to :data:`TRACE_VERSION` one version at a time (:data:`MIGRATIONS`); :class:`TraceError`
+    for a version this Crase does not know (a newer one included). ``data`` itself is not changed."""
+    version = data.get("trace_version")
+    if type(version) is not int or not 1 <= version <= TRACE_VERSION:
+        raise TraceError(f"trace version {version!r} is not supported (this Crase reads versions 1 to {TRACE_VERSION})")
+    while version < TRACE_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+    return data
+
+
+def _v1_to_v2(data: dict) -> dict:
+    """Version 1 → 2: the knobs a version-1 trace may not record, filled with what its run used
+    (:func:`_fill_unrecorded`); each edge's ``covered`` where it has none (:func:`_fill_covered`)."""
+    return {**_fill_unrecorded(data), "trace_version": 2}
+
+
 def _fill_unrecorded(data: dict) -> dict:
     """``data`` with what a trace written before a knob existed does not record filled in with what its run
-    used: the knobs issue 14 added or switched (:data:`~crase_core.settings.pipeline.ROUND3_DEFAULTS`) at their earlier
+    used: the knobs added or switched since (:data:`ROUND3_DEFAULTS`) at their earlier
     values (``L_offline``: its ``L``, which limited every planner then; ``tau_lexical``: its ``tau``), and for a trace from before the scorer-aware θ, its settings' ``theta_lexical`` = its ``theta``
     (one θ decided every edge) and each edge's ``theta`` = that θ (so the settings shown, re-ranked and exported
     are those the run had). ``data`` itself is not changed; anything malformed is left for validation to
@@ -224,6 +252,10 @@ def _fill_covered(data: dict) -> dict:
         return data
     return {**data, "edges": [{**e, "covered": e.get("supported", [])} if isinstance(e, dict) and "covered" not in e
                               else e for e in edges]}
+
+
+#: version → the function that turns a trace of that version into one of the next.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:

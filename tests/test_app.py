@@ -221,7 +221,7 @@ def test_sessions_do_not_share_state(app_env):
 
 
 def test_settings_form_is_generated_presets_and_inapplicable_knobs(app_env):
-    from crase_core.config import form_specs
+    from crase_core.settings.config import form_specs
     from crase_core.settings.pipeline import PipelineSettings
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()

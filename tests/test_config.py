@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from crase_core import trace as trace_io
-from crase_core.config import (
+from crase_core.errors import InputError
+from crase_core.settings.config import (
     Settings,
     add_arguments,
     explicit_values,
@@ -19,7 +20,6 @@ from crase_core.config import (
     settings_from_args,
     with_choices,
 )
-from crase_core.errors import InputError
 from crase_core.settings.knobs import specs
 from crase_core.settings.pipeline import PRESETS, PipelineSettings
 
@@ -79,7 +79,7 @@ def test_every_documented_flag_parses_and_every_cli_knob_has_a_flag(clean_env):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     flags = {o for a in parser._actions for o in a.option_strings}
-    from crase_core.config import SECTIONS
+    from crase_core.settings.config import SECTIONS
 
     for cls in SECTIONS.values():
         for s in specs(cls):
@@ -217,6 +217,48 @@ def test_no_import_circles_in_crase_core():
     assert "crase_core.runtime" not in graph["crase_core.llm.backend"]
     assert "crase_core.cli" not in graph["crase_core.evaluation.cli"]
     assert "crase_core.runtime" not in graph["crase_core.sources.semantic_scholar"]
+
+
+def test_the_settings_package_is_a_leaf():
+    """crase_core.settings imports only itself and the ground floor (errors, redaction): no stage, ranker,
+    source or backend, so every front end and every stage can read the settings without a circle."""
+    graph = _imports()
+    above = {dep for mod, deps in graph.items() if mod.startswith("crase_core.settings") for dep in deps
+             if not dep.startswith("crase_core.settings")}
+    assert above <= {"crase_core.errors", "crase_core.redaction"}
+
+
+def test_only_the_settings_package_resolves_environment_fallbacks():
+    """Outside crase_core.settings nobody calls environment.get/first: folder defaults go through its
+    resolvers (corpus_folder, cache_folder, runs_folder, prompts_folder)."""
+    callers = set()
+    for path in (ROOT / "crase_core").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("crase_core/settings/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("get", "first") and \
+                    isinstance(node.value, ast.Name) and node.value.id == "environment":
+                callers.add(rel)
+    assert callers == set()
+
+
+def test_pipeline_knobs_sit_in_stage_tables_of_the_settings_file(clean_env, tmp_path):
+    from crase_core.settings.pipeline import STAGES
+
+    named = [n for names in STAGES.values() for n in names]
+    assert sorted(named) == sorted(f.name for f in dataclasses.fields(PipelineSettings) if f.name != "preset")
+    f = tmp_path / "crase.toml"
+    f.write_text('[pipeline]\nk = 7\n[pipeline.ranking]\nranker = "ppr"\nalpha = 0.3\n[pipeline.search]\nm = 4\n')
+    s = load_settings(f).pipeline
+    assert (s.k, s.ranker, s.alpha, s.m) == (7, "ppr", 0.3, 4)
+    assert s.stage("ranking")["alpha"] == 0.3 and set(s.stage("budget")) == set(STAGES["budget"])
+    f.write_text('[pipeline.search]\nalpha = 0.3\n')
+    with pytest.raises(InputError, match=r"\[pipeline.search\] holds alpha, which is not search settings"):
+        load_settings(f)
+    f.write_text('[pipeline]\nalpha = 0.2\n[pipeline.ranking]\nalpha = 0.3\n')
+    with pytest.raises(InputError, match="alpha given twice"):
+        load_settings(f)
 
 
 def test_only_the_environment_module_reads_environment_variables():

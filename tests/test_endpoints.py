@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crase_core.config import load_settings, with_choices
 from crase_core.llm import openai_backend
 from crase_core.runtime import build_engine
+from crase_core.settings.config import load_settings, with_choices
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_corpus"

@@ -8,8 +8,8 @@ import pytest
 
 from crase_core.errors import InputError
 from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
-from crase_core.runtime import RuntimeConfig
 from crase_core.settings.pipeline import PipelineSettings
+from crase_core.settings.runtime import RuntimeConfig
 
 KEYS = [f"recall@{k}" for k in (5, 10, 20, 30, 40, 50)] + [f"map@{k}" for k in (5, 10, 20, 30, 40, 50)]
 

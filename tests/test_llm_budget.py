@@ -133,7 +133,7 @@ def test_defaults_and_flags():
                                                                     False)
     import argparse
 
-    from crase_core.config import add_arguments, settings_from_args
+    from crase_core.settings.config import add_arguments, settings_from_args
     p = argparse.ArgumentParser()
     add_arguments(p)
     got = settings_from_args(p.parse_args(["--llm-budget", "60", "--llm-token-budget", "0", "--retry-failures"]))

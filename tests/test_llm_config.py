@@ -16,12 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from crase_core.config import add_arguments, explicit_values, load_settings, settings_from_args
 from crase_core.errors import InputError, ModelError
 from crase_core.llm import LLMSettings, openai_backend
-from crase_core.llm.config import redact
 from crase_core.llm.localserver import free_port
 from crase_core.records import Claim, Paper
+from crase_core.settings.config import add_arguments, explicit_values, load_settings, settings_from_args
+from crase_core.settings.llm import redact
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 CLAIMS = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "anomalies cancel")]

@@ -17,7 +17,6 @@ from fake_openai import FakeOpenAI  # noqa: E402
 from crase_core.backends import offline_backend  # noqa: E402
 from crase_core.cache import ResultCache  # noqa: E402
 from crase_core.component_cache import ComponentCache  # noqa: E402
-from crase_core.config import add_arguments, settings_from_args  # noqa: E402
 from crase_core.llm import LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMSettings, openai_backend  # noqa: E402
 from crase_core.llm.components import group_pairs, split_usage  # noqa: E402
 from crase_core.llm.parse import OutputError, parse_group  # noqa: E402
@@ -26,6 +25,7 @@ from crase_core.llm.spend import SpendMeter  # noqa: E402
 from crase_core.records import Claim, ClaimSet, Usage  # noqa: E402
 from crase_core.resources import prompts_dir  # noqa: E402
 from crase_core.runs import content_id, outcome_key  # noqa: E402
+from crase_core.settings.config import add_arguments, settings_from_args  # noqa: E402
 
 A = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "x"),
      Claim("c2", "EMPIRICAL", "The lattice spectrum matches the prediction.", "y")]

@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent / "faults"))
 from cli_tools import crase  # noqa: E402
 from fake_openalex import FakeOpenAlex  # noqa: E402
 
-from crase_core.config import load_settings  # noqa: E402
 from crase_core.paper_source import SourceFilter  # noqa: E402
+from crase_core.settings.config import load_settings  # noqa: E402
 from crase_core.sources.openalex import (  # noqa: E402
     OpenAlexClient,
     OpenAlexSettings,

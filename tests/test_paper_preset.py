@@ -123,7 +123,7 @@ def test_ranked_list_and_why_each_paper_is_there(trace):
 
 def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves():
     from crase_core.cli.main import build_parser
-    from crase_core.config import settings_from_args
+    from crase_core.settings.config import settings_from_args
 
     assert (PAPER.personalization, PAPER.alpha, PAPER.text_candidates, PAPER.ranker) == ("uniform", 0.15, 0, "ppr")
     assert (PAPER.theta, PAPER.tau, PAPER.beta, PAPER.hops, PAPER.m) == (0.75, 0.0, 0.5, 1.5, 10)

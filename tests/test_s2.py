@@ -18,9 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "s2"))
 from fake_api import FakeS2, Fault  # noqa: E402
 
-from crase_core.config import add_arguments, explicit_values, settings_from_args  # noqa: E402
 from crase_core.errors import InputError, SourceError  # noqa: E402
 from crase_core.paper_source import PaperSource, SourceFilter  # noqa: E402
+from crase_core.settings.config import add_arguments, explicit_values, settings_from_args  # noqa: E402
 from crase_core.sources.s2_http import (  # noqa: E402
     RateLimiter,
     S2Client,

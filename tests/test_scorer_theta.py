@@ -15,16 +15,17 @@ from fake_model import fake_backend
 
 from crase_core import trace as trace_io
 from crase_core.backends import offline_backend
-from crase_core.config import add_arguments, settings_from_args
 from crase_core.errors import InputError
 from crase_core.pipeline import Engine, run_query
 from crase_core.records import EdgeMatrix, EdgeRecord, Paper, Seed, SeedOrigin
 from crase_core.retrieval.neighbourhood import ExpandedGraph
 from crase_core.runs import RunStore
-from crase_core.settings.pipeline import PRESETS, ROUND3_DEFAULTS, PipelineSettings
+from crase_core.settings.config import add_arguments, settings_from_args
+from crase_core.settings.pipeline import PRESETS, PipelineSettings
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import edge_theta, prune_graph
 from crase_core.store.termstats import TermStats
+from crase_core.trace import ROUND3_DEFAULTS
 from crase_core.views.html_export import export_data
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,6 +182,7 @@ def _as_before_calibrated_support(data: dict) -> dict:
     for e in data["edges"]:
         e["supported"] = e.pop("covered")
         del e["support_theta"], e["rule"]
+    data["trace_version"] = 1
     return data
 
 

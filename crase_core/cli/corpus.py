@@ -59,7 +59,7 @@ class ProgressBar:
 
 
 def _folder(arg: Path | None) -> Path:
-    folder = Path(arg or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+    folder = environment.corpus_folder(arg, DEFAULT_CORPUS_DIR)
     if not folder.is_dir():
         raise CorpusError(f"corpus folder {folder} does not exist")
     return folder
@@ -213,8 +213,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _embedding_endpoint(args: argparse.Namespace) -> Any:
-    """The endpoint's settings with the key its base URL may receive (the chat client's rules, crase_core.config)."""
-    from crase_core.config import load_settings
+    """The endpoint's settings with the key its base URL may receive (the chat client's rules, crase_core.settings.config)."""
+    from crase_core.settings.config import load_settings
 
     llm: dict[str, Any] = {"concurrency": args.concurrency, "timeout": args.timeout, "max_retries": args.max_retries}
     if args.base_url:

@@ -20,7 +20,6 @@ from pathlib import Path
 from crase_core import trace as trace_io
 from crase_core.atomic import check_writable
 from crase_core.cli.corpus import add_corpus_parser
-from crase_core.config import add_arguments, settings_from_args
 from crase_core.errors import CraseError, InputError
 from crase_core.evaluation.cli import add_eval_parser
 from crase_core.evaluation.make_bench import add_bench_parser
@@ -30,6 +29,7 @@ from crase_core.ranking.affinity import score_name
 from crase_core.records import EdgeRecord
 from crase_core.redaction import install_log_filter
 from crase_core.runtime import build_engine
+from crase_core.settings.config import add_arguments, settings_from_args
 from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
 from crase_core.trace import RunTrace
 from crase_core.views.score_words import why_line

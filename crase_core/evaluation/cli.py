@@ -18,13 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from crase_core.config import add_arguments, settings_from_args
 from crase_core.errors import InputError
 from crase_core.evaluation.harness import CORRUPTIONS, EvalJob, read_rows, run_eval
 from crase_core.evaluation.methods import METHODS
 from crase_core.evaluation.report import RunSummary, write_report
 from crase_core.machine import check_workers
 from crase_core.ranking.rankers import ranker_names
+from crase_core.settings.config import add_arguments, settings_from_args
 from crase_core.views.terminal import printable
 
 #: exit status of an evaluation in which a query errored (its results are written; the numbers count it as a miss)

@@ -42,10 +42,10 @@ from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_fi
 from crase_core.evaluation.gold import in_gold_space
 from crase_core.evaluation.methods import METHODS, run_method
 from crase_core.evaluation.metrics import KS, aggregate_rows, per_query_metrics
-from crase_core.llm.config import redact_url
 from crase_core.paper_source import PaperSource
 from crase_core.pipeline import Engine
 from crase_core.runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_source
+from crase_core.settings.llm import redact_url
 from crase_core.settings.pipeline import PipelineSettings
 
 CORRUPTIONS = ("lexical", "random")

@@ -40,7 +40,6 @@ import numpy as np
 
 from crase_core import atomic
 from crase_core.errors import CraseError, InputError, ModelError
-from crase_core.llm.config import LLMSettings
 from crase_core.records import Paper
 from crase_core.redaction import redact_url
 from crase_core.retrieval.semantic import (
@@ -50,6 +49,7 @@ from crase_core.retrieval.semantic import (
     embeddings_dir,
     folder_embeddings_file,
 )
+from crase_core.settings.llm import LLMSettings
 from crase_core.store import corpus_folder
 from crase_core.store.corpus import Corpus
 from crase_core.store.embedding_files import (

@@ -3,7 +3,7 @@
 Public entry points: :func:`openai_backend` (registered as backend ``"openai"``
 by :mod:`crase_core.runtime`), :class:`LLMSettings` and :class:`ModelEndpoint`
 (the operator's allowed endpoints). The CLI flags are generated from the
-settings' field metadata by :mod:`crase_core.config`. The settings load
+settings' field metadata by :mod:`crase_core.settings.config`. The settings load
 without the HTTP client; the backend and its components load on first use.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from crase_core.llm.config import LLMSettings, ModelEndpoint
+from crase_core.settings.llm import LLMSettings, ModelEndpoint
 
 if TYPE_CHECKING:  # the types of the lazily loaded names
     from crase_core.llm.backend import openai_backend

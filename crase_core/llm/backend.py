@@ -16,7 +16,7 @@ from crase_core.llm.components import (
     LLMGroupEntailmentScorer,
     LLMPlanner,
 )
-from crase_core.llm.config import LLMSettings
+from crase_core.settings.llm import LLMSettings
 
 
 def openai_backend(settings: LLMSettings, fallback: ModelBackend | None = None) -> ModelBackend:

@@ -55,10 +55,10 @@ from typing import Any, TypeVar
 
 from crase_core import deadline as run_deadline
 from crase_core.errors import ModelError
-from crase_core.llm.config import LLMSettings, redact_url
 from crase_core.llm.transport import ConnectFailed, ConnectionPool, Dropped, InvalidHeader, Response
 from crase_core.records import Usage
 from crase_core.redaction import mask_secrets
+from crase_core.settings.llm import LLMSettings, redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

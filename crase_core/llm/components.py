@@ -24,7 +24,6 @@ from crase_core.errors import ModelError
 from crase_core.evidence.claims import MIN_CLAIMS
 from crase_core.evidence.entailment import ClaimPair
 from crase_core.llm.client import Endpoint, ItemError, TransientError
-from crase_core.llm.config import LLMSettings
 from crase_core.llm.parse import (
     OutputError,
     block_id,
@@ -41,6 +40,7 @@ from crase_core.llm.parse import (
 from crase_core.llm.prompts import PromptTemplate, load_prompt, neutralize
 from crase_core.llm.spend import BudgetSpent, MeteredUsage, SpendMeter, token_bound
 from crase_core.records import Claim, ClaimSet, EdgeMatrix, Paper, PlanResult, Usage
+from crase_core.settings.llm import LLMSettings
 
 MAX_ABSTRACT_CHARS = 6000
 TOKENS = {"plan": 256, "claims": 1024, "entailment": 512, "entailment_group": 2048}

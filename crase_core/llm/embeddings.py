@@ -40,9 +40,9 @@ from crase_core.llm.client import (
     TransientError,
     _preview,
 )
-from crase_core.llm.config import LLMSettings
 from crase_core.llm.transport import Response
 from crase_core.records import Usage
+from crase_core.settings.llm import LLMSettings
 
 log = logging.getLogger(__name__)
 

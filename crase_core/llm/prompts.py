@@ -36,8 +36,7 @@ _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
 def default_prompts_dir() -> Path:
     """``$CRASE_PROMPTS_DIR``, else the shipped prompts (:func:`crase_core.resources.prompts_dir`)."""
-    env = environment.get(environment.PROMPTS_DIR)
-    return Path(env) if env else prompts_dir()
+    return environment.prompts_folder(prompts_dir())
 
 
 def neutralize(text: str) -> str:

@@ -35,10 +35,15 @@ import numpy as np
 from crase_core.errors import InputError
 from crase_core.ranking.walks import Attribution, WeightedGraph, restart_vector, row_normalize
 from crase_core.records import RankingResult
+from crase_core.settings.ranker_knobs import (
+    CEP_BACKGROUND_ITERATIONS,
+    CEP_BACKGROUND_RESTART,
+    CEP_HOP_DISCOUNT,
+)
 
-HOP_DISCOUNT = 0.5
-BACKGROUND_RESTART = 0.5
-BACKGROUND_ITERATIONS = 24
+HOP_DISCOUNT = CEP_HOP_DISCOUNT
+BACKGROUND_RESTART = CEP_BACKGROUND_RESTART
+BACKGROUND_ITERATIONS = CEP_BACKGROUND_ITERATIONS
 
 
 def background_visitation(graph: WeightedGraph, restart: float = BACKGROUND_RESTART,

@@ -23,6 +23,17 @@ from crase_core.ranking.walks import (
     WeightedGraph,
 )
 from crase_core.records import RankingResult
+from crase_core.settings.ranker_knobs import (
+    RANKERS,
+    declare_ranker,
+    is_ranker_parameter,
+    ranker_names,
+    ranker_parameters,
+    rankers_using,
+)
+
+__all__ = ["REGISTRY", "RankerEntry", "attribute", "get_ranker", "is_ranker_parameter", "rank", "ranker_names",
+           "ranker_parameters", "rankers_using", "register"]
 
 
 @dataclass(frozen=True)
@@ -34,14 +45,15 @@ class RankerEntry:
     parameters: Mapping[str, str] = field(default_factory=dict)
 
 
-_WALK = {"alpha": "alpha", "tol": "tol", "max_iter": "max_iter"}
+_OBJECTS: dict[str, Ranker] = {
+    "ppr": PersonalizedPageRank(),
+    "salsa": PersonalizedSALSA(),
+    "cep": ContrastiveEvidencePaths(),
+}
+assert tuple(_OBJECTS) == ranker_names(), "every declared ranker has an object, in the same order"
 
 REGISTRY: dict[str, RankerEntry] = {
-    "ppr": RankerEntry(PersonalizedPageRank(), "Personalized PageRank (paper Eq. 6–7)", _WALK),
-    "salsa": RankerEntry(PersonalizedSALSA(), "personalised SALSA authority scores", _WALK),
-    "cep": RankerEntry(ContrastiveEvidencePaths(), "Contrastive Evidence Paths (strongest path ÷ background)",
-                       {"hop_discount": "cep_hop_discount", "background_restart": "cep_background_restart",
-                        "background_iterations": "cep_background_iterations"}),
+    name: RankerEntry(obj, RANKERS[name].description, RANKERS[name].parameters) for name, obj in _OBJECTS.items()
 }
 
 
@@ -54,12 +66,8 @@ class RankingSettings(Protocol):
 
 def register(name: str, ranker: Ranker, description: str, parameters: Mapping[str, str]) -> None:
     """Add a ranker; ``parameters`` maps its keyword arguments to settings fields."""
+    declare_ranker(name, description, parameters)
     REGISTRY[name] = RankerEntry(ranker, description, dict(parameters))
-
-
-def ranker_names() -> tuple[str, ...]:
-    """Registered ranker names, in registration order."""
-    return tuple(REGISTRY)
 
 
 def get_ranker(name: str) -> Ranker:
@@ -71,20 +79,6 @@ def _entry(name: str) -> RankerEntry:
         return REGISTRY[name]
     except KeyError:
         raise InputError(f"unknown ranker {name!r}; choose one of {', '.join(REGISTRY)}") from None
-
-
-def ranker_parameters(name: str) -> tuple[str, ...]:
-    """The settings fields ranker ``name`` reads."""
-    return tuple(_entry(name).parameters.values())
-
-
-def rankers_using(setting: str) -> tuple[str, ...]:
-    """Names of the rankers that read the settings field ``setting``."""
-    return tuple(n for n, e in REGISTRY.items() if setting in e.parameters.values())
-
-
-def is_ranker_parameter(setting: str) -> bool:
-    return any(setting in e.parameters.values() for e in REGISTRY.values())
 
 
 def rank(settings: RankingSettings, graph: WeightedGraph, personalization: Mapping[str, float]) -> RankingResult:

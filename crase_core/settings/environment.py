@@ -1,10 +1,10 @@
 """The one module that reads environment variables (names and lookup).
 
 Everything else asks here: settings fields name their variable in their
-metadata (:func:`crase_core.settings.knobs.knob` ``env=``) and :mod:`crase_core.config`
+metadata (:func:`crase_core.settings.knobs.knob` ``env=``) and :mod:`crase_core.settings.config`
 loads them; the few library defaults that fall back to the environment when a
 caller passes nothing (the cache root, the corpus folder, the prompts folder)
-call :func:`get` with the constants below. Values are stripped; an empty
+resolve through the folder functions at the end of this module. Values are stripped; an empty
 variable counts as unset.
 """
 
@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
+
+import platformdirs
 
 CORPUS = "CRASE_CORPUS"
 CACHE_DIR = "CRASE_CACHE_DIR"
@@ -49,3 +52,27 @@ def first(names: Iterable[str]) -> str | None:
         if value:
             return value
     return None
+
+
+# --- the library's folder defaults: an explicit value, else the variable, else the built-in default -------
+
+def corpus_folder(given: str | os.PathLike[str] | None, default: Path) -> Path:
+    """The corpus folder: ``given``, else ``$CRASE_CORPUS``, else ``default`` (the embedded corpus)."""
+    return Path(given or get(CORPUS) or default)
+
+
+def cache_folder() -> Path:
+    """The cache root: ``$CRASE_CACHE_DIR``, else the per-user cache dir (``~/.cache/crase``)."""
+    return Path(get(CACHE_DIR) or platformdirs.user_cache_dir("crase"))
+
+
+def runs_folder(cache_root: Path) -> Path:
+    """Saved runs: ``$CRASE_RUNS_DIR``, else ``<cache root>/runs``."""
+    root = get(RUNS_DIR)
+    return Path(root) if root else cache_root / "runs"
+
+
+def prompts_folder(shipped: Path) -> Path:
+    """Prompt files: ``$CRASE_PROMPTS_DIR``, else the shipped ones."""
+    env = get(PROMPTS_DIR)
+    return Path(env) if env else shipped

@@ -55,7 +55,7 @@ class Knob:
     min_open: bool = False  # the bound itself is excluded
     max_open: bool = False
     choices: Choices | None = None
-    env: str | None = None  # environment variable that sets it (read by crase_core.config)
+    env: str | None = None  # environment variable that sets it (read by crase_core.settings.config)
     flag: str | None = None  # CLI flag; default ``--`` + the field name with ``-`` for ``_``
     metavar: str | None = None  # the flag's value placeholder; default from the type or the choices
     cli: bool = True  # offered as a CLI flag

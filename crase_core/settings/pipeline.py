@@ -4,22 +4,28 @@
 started from included); it holds no secrets (endpoint credentials live in the
 backend's own settings and never reach a trace). Front ends build their flags
 and form fields from the :class:`~crase_core.settings.knobs.Knob` of each field
-(:mod:`crase_core.config`), so nothing here is listed twice. A ranker's own
+(:mod:`crase_core.settings.config`), so nothing here is listed twice. A ranker's own
 parameters are fields too; which ranker reads which is declared in the ranker
-registry (:mod:`crase_core.ranking.rankers`), and a knob that does not apply to the
+declarations (:mod:`crase_core.settings.ranker_knobs`), and a knob that does not apply to the
 chosen ranker (or restart mode) is ignored here and refused by the front ends.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, fields
+from importlib import resources
 from typing import Any
 
 from crase_core.errors import InputError
-from crase_core.evidence.entailment import WORD_OVERLAP_SUPPORT_THETA
-from crase_core.ranking import cep
-from crase_core.ranking.rankers import ranker_names, rankers_using
 from crase_core.settings.knobs import When, check, knob, spec, specs
+from crase_core.settings.ranker_knobs import (
+    CEP_BACKGROUND_ITERATIONS,
+    CEP_BACKGROUND_RESTART,
+    CEP_HOP_DISCOUNT,
+    ranker_names,
+    rankers_using,
+)
 
 #: restart distributions of the walk (``personalization``), with what each means.
 RESTART_MODES: dict[str, str] = {
@@ -28,9 +34,9 @@ RESTART_MODES: dict[str, str] = {
     "relevance": "kept seeds ∝ 1/best search rank",
 }
 
-#: model calls per query by default (cached answers are free); see docs/llm_backend.md for the measurements.
+#: model calls per query by default (cached answers are free).
 DEFAULT_LLM_BUDGET = 200
-#: tokens per query by default: below half the Crase paper's 235 K per query (issue 12's target ≤ 117 K).
+#: tokens per query by default: below half the Crase paper's 235 K per query.
 DEFAULT_LLM_TOKEN_BUDGET = 100_000
 
 #: how stage 3 combines the walk's score with the full-query text score (``fusion``).
@@ -44,33 +50,45 @@ FUSION_MODES: dict[str, str] = {
                    "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
-#: the values the knobs switched by issue 14 (rounds 4 and 5) and issue 22 had in round 3's default
-#: (docs/benchmarks.md, "Chosen default and verdict"): five sub-queries for any planner, the word-overlap scorer's
-#: edges judged at a share of 0.15 (θ_lexical; the logistic scale of that time read it as 0.75, the model's θ) and
-#: pruned at τ, no question seeds, no term proximity, no anchor text in the restart, a fixed μ 0.4 (κ = η = 0). A
-#: trace that does not record one of them ran with this value (θ_lexical and τ_lexical: the trace's own θ and τ;
-#: :mod:`crase_core.trace` fills them in), and the dev runs defined on that default name them.
-ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_lexical": 0.0, "query_seeds": 0,
-                                   "proximity_weight": 0.0,
-                                   "proximity_window_weight": 0.0, "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
-                                   "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
-                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
+#: named starting points (one TOML file each in ``presets/``); an explicit flag or form value overrides a
+#: preset's value. ``default`` is the declared defaults themselves.
+def _load_presets() -> dict[str, dict[str, Any]]:
+    folder = resources.files("crase_core.settings").joinpath("presets")
+    out: dict[str, dict[str, Any]] = {"default": {}}
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if f.name.endswith(".toml"):
+            out[f.name.removesuffix(".toml")] = tomllib.loads(f.read_text(encoding="utf-8"))
+    return out
 
-#: named starting points; an explicit flag or form value overrides a preset's value.
-PRESETS: dict[str, dict[str, Any]] = {
-    # the measured configuration with the offline backend (docs/benchmarks.md): one sub-query when an offline
-    # planner plans (L_offline 1; a model plans up to L 5) and the question's own top 5 as seeds, θ 0.75 and τ 0 for
-    # the edges a model scored, θ_lexical 0.05 and τ_lexical 0.35 for those the word-overlap scorer decided, term
-    # proximity in the search (w 0.4 in order, u 0.2 in a window), anchor text in the walk's restart (0.1), semantic
-    # feedback in the final fusion and μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½), 0, 1)
-    "default": {},
-    # the paper's configuration (§ Experiments: PPR, α = 0.15, β = 0.5, 1.5-hop, 10 seeds per sub-query, up to
-    # 5 sub-queries), seed restarts and no text-only candidates; θ 0.75 for the edges a model scored (θ_lexical
-    # 0.15 for the word-overlap scorer's) and τ 0 for every edge, no question seeds, no term proximity or anchor
-    # text, and μ fixed at its earlier 0.4 (inapplicable without restart-rrf fusion, kept for --fusion on top)
-    "paper": {"ranker": "ppr", "personalization": "uniform", "alpha": 0.15, "text_candidates": 0, "hops": 1.5,
-              "m": 10, "beta": 0.5, "theta": 0.75, "tau": 0.0, "fusion": "none", **ROUND3_DEFAULTS},
+
+PRESETS: dict[str, dict[str, Any]] = _load_presets()
+
+#: the pipeline's knobs by stage, in the order the front ends show them (CLI help groups, the app's form, the
+#: settings file's ``[pipeline.<stage>]`` tables); :data:`ADVANCED` are folded away in the app's form.
+STAGES: dict[str, tuple[str, ...]] = {
+    "search": ("L", "L_offline", "m", "search_limit", "query_seeds", "proximity_weight", "proximity_window_weight",
+               "semantic_feedback_weight", "semantic_feedback_scope", "feedback_docs", "feedback_terms",
+               "feedback_weight", "anchor_weight"),
+    "expansion": ("hops", "neighbor_cap", "text_candidates"),
+    "evidence": ("theta", "theta_lexical", "tau", "tau_lexical", "beta", "age_reference_year"),
+    "ranking": ("k", "ranker", "alpha", "personalization", "query_power", "anchor_restart_weight", "tol", "max_iter",
+                "cep_hop_discount", "cep_background_restart", "cep_background_iterations", "fusion",
+                "fusion_weight", "text_rank_weight", "text_rank_confidence", "text_rank_specificity", "text_floor",
+                "rrf_k"),
+    "budget": ("max_model_calls", "llm_budget", "llm_token_budget", "retry_failures"),
 }
+STAGE_TITLES: dict[str, str] = {
+    "search": "Search and seeds (stage 1)",
+    "expansion": "Citation neighbourhood (stage 1)",
+    "evidence": "Evidence and pruning (stage 2)",
+    "ranking": "Ranking and fusion (stage 3)",
+    "budget": "Model budget",
+}
+ADVANCED: frozenset[str] = frozenset({
+    "L_offline", "search_limit", "proximity_window_weight", "semantic_feedback_scope", "feedback_docs",
+    "feedback_terms", "feedback_weight", "anchor_weight", "neighbor_cap", "age_reference_year",
+    "anchor_restart_weight", "cep_hop_discount", "cep_background_restart", "cep_background_iterations",
+    "text_rank_confidence", "text_rank_specificity", "text_floor", "rrf_k", "max_model_calls", "retry_failures"})
 
 
 def _ranker_knob(setting: str) -> When:
@@ -88,8 +106,8 @@ class PipelineSettings:
     L: int = knob(5, "Maximum number of keyword sub-queries in the research plan when a model plans (the paper's "
                   "planner).", label="L — sub-queries (model planner)", minimum=1, maximum=20)
     L_offline: int = knob(
-        1, "Maximum number of sub-queries when an offline planner plans (the keyword planner; the phrase planner): "
-        "measured, more do not help with it (docs/benchmarks.md, issue 14 round 5); L is the model planner's.",
+        1, "Maximum number of sub-queries when an offline planner plans (the keyword planner; the phrase planner); "
+        "L is the model planner's.",
         label="L — sub-queries (offline planner)", minimum=1, maximum=20)
     search_limit: int = knob(100, "Results requested from the one search call per sub-query.",
                              label="Search results per sub-query", minimum=1, maximum=1000)
@@ -131,8 +149,8 @@ class PipelineSettings:
         0.05, "θ_lexical: θ of Eq. 3 for edges whose matrix the offline word-overlap scorer decided (no model "
         "score: the offline backend, or the model backend's fallback outside its budget): a citing claim counts "
         "toward Δ when some cited claim holds at least this share of its informative (IDF-weighted) words. 0 "
-        "counts every claim (Δ = 1). A claim is marked supported only at the scorer's own calibrated threshold "
-        f"({WORD_OVERLAP_SUPPORT_THETA:g}), whatever this is.",
+        "counts every claim (Δ = 1). A claim is marked supported only at the scorer's own calibrated threshold, "
+        "whatever this is.",
         label="θ_lexical — word-overlap threshold (word-overlap edges)", minimum=0.0, maximum=1.0, step=0.01)
     tau: float = knob(0.0, "τ: edges whose matrix a model scored are pruned when Δ ≤ τ (Eq. 4); 0 prunes exactly "
                       "the unsupported ones (tau_lexical covers the word-overlap scorer's edges).",
@@ -150,14 +168,12 @@ class PipelineSettings:
         None, "Year ages are measured against; None means the current year (the paper's default).",
         label="Age reference year (0 = this year)", minimum=1000, maximum=3000, none_as=0,
     )
-    ranker: str = knob("salsa", "Ranker over the pruned graph (registered rankers: see the choices). SALSA "
-                       "(authority of the papers the relevant ones cite) measured best on the dev sets, "
-                       "fused with the text score (fusion); the paper's PPR is --ranker ppr.",
+    ranker: str = knob("salsa", "Ranker over the pruned graph: salsa (authority of the papers the relevant ones "
+                       "cite), ppr (the paper's Personalized PageRank) or cep (contrastive evidence paths).",
                        label="Ranker", choices=ranker_names)
     alpha: float = knob(
         0.5,
-        "α: teleport (restart) probability of the walk (Eq. 6). The paper uses 0.15 with seed restarts; "
-        "0.5 measured best with the query restart (docs/benchmarks.md).",
+        "α: teleport (restart) probability of the walk (Eq. 6); the paper uses 0.15 with seed restarts.",
         label="α — restart probability", minimum=0.0, maximum=1.0, min_open=True, max_open=True, step=0.01,
         when=_ranker_knob("alpha"),
     )
@@ -167,9 +183,7 @@ class PipelineSettings:
         "(every ranked paper ∝ its search score for the full query to the power query_power).",
         label="Restart distribution", choices=lambda: tuple(RESTART_MODES),
     )
-    query_power: float = knob(16.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ "
-                              "(16 with SALSA and restart-rrf fusion measured best on both dev sets; "
-                              "docs/benchmarks.md).",
+    query_power: float = knob(16.0, "γ: with personalization=query, restart mass ∝ (full-query search score)^γ.",
                               label="γ — query restart exponent", minimum=0.0, min_open=True, maximum=16.0,
                               step=0.5, form_max=6.0, when=When("personalization", ("query",)))
     text_candidates: int = knob(
@@ -238,15 +252,15 @@ class PipelineSettings:
                       min_open=True, maximum=1.0, form=False, when=_ranker_knob("tol"))
     max_iter: int = knob(1000, "Power-iteration cap.", minimum=1, maximum=1_000_000, form=False,
                          when=_ranker_knob("max_iter"))
-    cep_hop_discount: float = knob(cep.HOP_DISCOUNT, "CEP λ: each hop of an evidence path multiplies its "
+    cep_hop_discount: float = knob(CEP_HOP_DISCOUNT, "CEP λ: each hop of an evidence path multiplies its "
                                    "support by λ (SCI paper, Table 8).", label="CEP λ — hop discount",
                                    minimum=0.0, min_open=True, maximum=1.0, step=0.05,
                                    when=_ranker_knob("cep_hop_discount"))
-    cep_background_restart: float = knob(cep.BACKGROUND_RESTART, "CEP α_b: restart probability of the uniform "
+    cep_background_restart: float = knob(CEP_BACKGROUND_RESTART, "CEP α_b: restart probability of the uniform "
                                          "background walk that calibrates path support.",
                                          label="CEP α_b — background restart", minimum=0.0, min_open=True,
                                          maximum=1.0, step=0.05, when=_ranker_knob("cep_background_restart"))
-    cep_background_iterations: int = knob(cep.BACKGROUND_ITERATIONS, "CEP T_b: steps of the background walk.",
+    cep_background_iterations: int = knob(CEP_BACKGROUND_ITERATIONS, "CEP T_b: steps of the background walk.",
                                           label="CEP T_b — background steps", minimum=0, maximum=10_000,
                                           form_max=200, when=_ranker_knob("cep_background_iterations"))
     max_model_calls: int | None = knob(
@@ -257,7 +271,7 @@ class PipelineSettings:
         DEFAULT_LLM_BUDGET,
         "Model calls one query may make at most (every HTTP attempt, retries included; cached answers are "
         "free). The offline components decide everything; the model is asked about the items that matter "
-        "most for the ranked list first (docs/llm_backend.md). Applies to model backends; 0 = no limit.",
+        "most for the ranked list first. Applies to model backends; 0 = no limit.",
         label="Model budget: calls (0 = no limit)", minimum=0, none_as=0, step=50, form_max=100_000,
     )
     llm_token_budget: int | None = knob(
@@ -270,11 +284,9 @@ class PipelineSettings:
         False, "Ask the model again about items whose cached answer was unusable (cached failures also "
         "expire after a day).", label="Retry cached model failures", form=False,
     )
-    preset: str = knob("default", "Named starting point: default; paper (the paper's configuration: "
-                       "seed restarts, α = 0.15, no text candidates, θ 0.75 for model-scored edges and τ 0 for "
-                       "every edge, no question seeds); or "
-                       "hybrid (measured best on both dev sets with the offline backend: the default with L 1). "
-                       "Explicit values override it.",
+    preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
+                       "PPR with seed restarts, α = 0.15, no text candidates, θ 0.75 for model-scored edges and "
+                       "τ 0 for every edge, no question seeds). Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:
@@ -288,6 +300,10 @@ class PipelineSettings:
     @staticmethod
     def help(name: str) -> str:
         return spec(PipelineSettings, name).knob.help
+
+    def stage(self, name: str) -> dict[str, Any]:
+        """The values of the knobs of stage ``name`` (:data:`STAGES`)."""
+        return {f: getattr(self, f) for f in STAGES[name]}
 
     @classmethod
     def from_preset(cls, name: str, **changes: Any) -> PipelineSettings:

@@ -31,7 +31,7 @@ def open_corpus(directory: str | os.PathLike[str] | None = None, *, workers: int
     """
     from crase_core.store.corpus import find_file
 
-    folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+    folder = environment.corpus_folder(directory, DEFAULT_CORPUS_DIR)
     try:
         find_file(folder, "papers.jsonl"), find_file(folder, "citations.tsv")
     except Exception:
@@ -85,7 +85,7 @@ class LocalSource:
         from crase_core.store.corpus import DEFAULT_CORPUS_DIR
 
         corpus = open_corpus(directory, workers=workers, progress=progress)
-        folder = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+        folder = environment.corpus_folder(directory, DEFAULT_CORPUS_DIR)
         return cls(corpus, TextIndex.for_corpus(corpus), shipped_embeddings=True, folder=folder)
 
     @property

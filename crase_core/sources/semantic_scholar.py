@@ -502,7 +502,7 @@ def s2_source(settings: S2Settings, *, cache_dir: str | None = None,
 
     ``cache_dir`` (the run's cache folder; used when the s2 settings name no
     cache folder) puts the response cache in ``<cache_dir>/s2``. The caller
-    decides which key goes with which base URL (:mod:`crase_core.config` sends
+    decides which key goes with which base URL (:mod:`crase_core.settings.config` sends
     the operator's key only to the configured Graph API root). Records fetched
     for one query serve the next.
     """

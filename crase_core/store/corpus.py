@@ -386,7 +386,7 @@ def _row(matrix: sp.csr_matrix, i: int) -> np.ndarray:
 
 def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | None = None) -> Corpus:
     """Load a corpus folder (default: the embedded hep-th corpus, or ``$CRASE_CORPUS``)."""
-    directory = Path(directory or environment.get(environment.CORPUS) or DEFAULT_CORPUS_DIR)
+    directory = environment.corpus_folder(directory, DEFAULT_CORPUS_DIR)
     if not directory.is_dir():
         raise CorpusError(f"corpus folder {directory} does not exist")
     papers_path = find_file(directory, "papers.jsonl")

@@ -1,7 +1,7 @@
 """Settings of an OpenAI-compatible model endpoint, and the operator's allow-list of endpoints.
 
 Every field carries its default, range and help as :class:`~crase_core.settings.knobs.Knob`
-metadata; :mod:`crase_core.config` builds the CLI flags from it and loads it
+metadata; :mod:`crase_core.settings.config` builds the CLI flags from it and loads it
 from the settings file and the environment (``CRASE_BASE_URL``, ``CRASE_MODEL``,
 ``CRASE_PROMPTS_DIR``).
 
@@ -9,7 +9,7 @@ Keys: a key is bound to the endpoint it was configured for and is never sent
 anywhere else. ``LLMSettings`` itself resolves only an explicitly named key
 source (``api_key_env`` or the ``settings_file`` with an ``api_key`` field);
 the default variables ``CRASE_API_KEY`` / ``OPENAI_API_KEY`` belong to the
-operator's default endpoint and are attached by :mod:`crase_core.config` only
+operator's default endpoint and are attached by :mod:`crase_core.settings.config` only
 when the request goes to that endpoint's base URL. :class:`ModelEndpoint` is
 one entry of the operator's allow-list (the app offers only these names).
 The key is held in a field excluded from ``repr``, from
@@ -201,7 +201,7 @@ def resolve_api_key(api_key_env: str | None, settings_file: str | None) -> str |
     """The key from ``$api_key_env``, else from the settings file; None if neither is given.
 
     The default variables are not read here (they belong to the operator's default endpoint:
-    see :mod:`crase_core.config`).
+    see :mod:`crase_core.settings.config`).
     """
     if api_key_env:
         if not environment.is_variable_name(api_key_env):

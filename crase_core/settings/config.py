@@ -6,18 +6,20 @@ default, range or choices, help, environment variable and flag as
 
 * ``pipeline`` — :class:`~crase_core.settings.pipeline.PipelineSettings` (recorded in traces);
 * ``openalex`` — :class:`~crase_core.sources.openalex.OpenAlexSettings` (``--source openalex``);
-* ``runtime`` — :class:`~crase_core.runtime.RuntimeConfig`: source, backend, corpus,
-  cache, and inside it ``llm`` (:class:`~crase_core.llm.config.LLMSettings`) and
+* ``runtime`` — :class:`~crase_core.settings.runtime.RuntimeConfig`: source, backend, corpus,
+  cache, and inside it ``llm`` (:class:`~crase_core.settings.llm.LLMSettings`) and
   ``s2`` (:class:`~crase_core.sources.s2_http.S2Settings`);
 * ``storage`` — :class:`StorageSettings` (where the app keeps runs and reads reports);
 * ``endpoints`` — the operator's allow-list of model endpoints
-  (:class:`~crase_core.llm.config.ModelEndpoint`), ``default`` first.
+  (:class:`~crase_core.settings.llm.ModelEndpoint`), ``default`` first.
 
 Settings file (``--config FILE`` or ``$CRASE_SETTINGS``), TOML or JSON, one table
 per section plus ``[endpoints.NAME]`` tables::
 
     [pipeline]
     preset = "paper"
+    [pipeline.ranking]          # a pipeline knob may also sit in its stage's table
+    ranker = "salsa"
     [runtime]
     backend = "openai"
     [llm]
@@ -56,13 +58,13 @@ from pathlib import Path
 from typing import Any
 
 from crase_core.errors import InputError
-from crase_core.llm.config import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
-from crase_core.runtime import RuntimeConfig
 from crase_core.settings import environment
 from crase_core.settings.knobs import Spec, check_value, coerce, knob, spec, specs
-from crase_core.settings.pipeline import PRESETS, PipelineSettings
-from crase_core.sources.openalex import OpenAlexSettings
-from crase_core.sources.s2_http import S2Settings
+from crase_core.settings.llm import DEFAULT_KEY_ENVS, LLMSettings, ModelEndpoint, same_endpoint
+from crase_core.settings.openalex import OpenAlexSettings
+from crase_core.settings.pipeline import PRESETS, STAGE_TITLES, STAGES, PipelineSettings
+from crase_core.settings.runtime import RuntimeConfig
+from crase_core.settings.s2 import S2Settings
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +194,8 @@ def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, An
         table = data.get(section, {})
         if not isinstance(table, dict):
             raise InputError(f"the settings file {p}: [{section}] must be a table")
+        if section == "pipeline":
+            table = _flatten_stages(table, p)
         names = {s.name: s for s in specs(cls) if not s.knob.secret}
         bad = sorted(set(table) - set(names))
         if bad:
@@ -204,6 +208,26 @@ def read_settings_file(path: str | Path) -> tuple[Values, dict[str, dict[str, An
     if not isinstance(endpoints, dict) or not all(isinstance(v, dict) for v in endpoints.values()):
         raise InputError(f"the settings file {p}: [endpoints.NAME] entries must be tables")
     return values, endpoints
+
+
+def _flatten_stages(table: dict[str, Any], p: Path) -> dict[str, Any]:
+    """``[pipeline]`` with its ``[pipeline.<stage>]`` tables (:data:`STAGES`) merged in: each stage table may
+    hold only its own stage's knobs, and a knob may be given once."""
+    out = {k: v for k, v in table.items() if not (k in STAGES and isinstance(v, dict))}
+    for stage, sub in table.items():
+        if stage not in STAGES or not isinstance(sub, dict):
+            continue
+        bad = sorted(set(sub) - set(STAGES[stage]))
+        if bad:
+            raise InputError(f"the settings file {p}: [pipeline.{stage}] holds {', '.join(bad)}, which "
+                             f"{'is' if len(bad) == 1 else 'are'} not {stage} settings; its knobs: "
+                             f"{', '.join(STAGES[stage])}")
+        twice = sorted(set(sub) & set(out))
+        if twice:
+            raise InputError(f"the settings file {p}: {', '.join(twice)} given twice ([pipeline] and "
+                             f"[pipeline.{stage}])")
+        out.update(sub)
+    return out
 
 
 def environment_values() -> Values:
@@ -354,11 +378,9 @@ def add_arguments(parser: argparse.ArgumentParser,
                      help="settings file (TOML or JSON, one table per section; default $CRASE_SETTINGS)")
     top.add_argument("--endpoint", metavar="NAME", default=None,
                      help="use the model endpoint NAME from the settings file's [endpoints] (or 'default')")
-    for section in sections:
-        group = parser.add_argument_group(GROUP_TITLES.get(section, section))
-        for s in specs(SECTIONS[section]):
-            if not s.knob.cli:
-                continue
+    for section, title, group_specs in _flag_groups(sections):
+        group = parser.add_argument_group(title)
+        for s in group_specs:
             dest = _dest(section, s.name)
             if s.type is bool:
                 group.add_argument(s.flag, dest=dest, action="store_const", const=not s.default,
@@ -368,6 +390,23 @@ def add_arguments(parser: argparse.ArgumentParser,
             metavar = "{" + ",".join(f"{o:g}" if isinstance(o, float) else str(o) for o in options) + "}" \
                 if options else s.knob.metavar or {int: "N", float: "X"}.get(s.type, "TEXT")
             group.add_argument(s.flag, dest=dest, default=argparse.SUPPRESS, metavar=metavar, help=_flag_help(s))
+
+
+def _flag_groups(sections: tuple[str, ...]) -> list[tuple[str, str, list[Spec]]]:
+    """(section, help title, its CLI knobs) in help order; the pipeline's knobs split by stage."""
+    out: list[tuple[str, str, list[Spec]]] = []
+    for section in sections:
+        cli = [s for s in specs(SECTIONS[section]) if s.knob.cli]
+        if section != "pipeline":
+            out.append((section, GROUP_TITLES.get(section, section), cli))
+            continue
+        by_name = {s.name: s for s in cli}
+        staged = {n for names in STAGES.values() for n in names}
+        out.append((section, "pipeline: preset", [s for s in cli if s.name not in staged]))
+        for stage, names in STAGES.items():
+            out.append((section, f"pipeline: {STAGE_TITLES[stage].lower()}",
+                        [by_name[n] for n in names if n in by_name]))
+    return out
 
 
 def explicit_values(args: argparse.Namespace) -> Values:
