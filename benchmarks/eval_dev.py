@@ -1,7 +1,7 @@
 """Run the methods, the paper's configuration and the ablations on the dev benchmarks; write the reports
 behind docs/benchmarks.md (numbers by kind with 95% bootstrap intervals, paired tests against the default).
 
-    .venv/bin/python benchmarks/eval_dev.py [--data ../shared/data/benchmarks] [--out benchmarks/results]
+    .venv/bin/python benchmarks/eval_dev.py [--data benchmarks/data] [--out benchmarks/results]
         [--workers 1] [--dense] [--limit N] [--runs crase,bm25,...] [--benches ...] [--report-only]
 
 Resumable: each (benchmark, run) has its own folder with per_query.jsonl; rerun to continue.

@@ -8,7 +8,7 @@ text is not valid Unicode (bytes that are not UTF-8, a lone surrogate such as
 ``"\ud800"``) is kept as a query with a ``problem``: the evaluation records an
 error row for it and goes on.
 
-Protocol (``../shared/data/README.md``), on any corpus (:func:`query_filter`): when a query comes from paper
+Protocol (``benchmarks/data/SOURCES.md``), on any corpus (:func:`query_filter`): when a query comes from paper
 P, P and every paper dated after P are invisible to search, expansion and ranking. P's date is the
 corpus's (its publication date, else its year — a year alone counts as December of that year, so papers of
 the same year stay visible), read from the source, never from the id; when the source has no date for P,

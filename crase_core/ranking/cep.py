@@ -1,4 +1,4 @@
-"""Contrastive Evidence Paths (CEP) ranker, after the SCI paper (``reference/sci-cep-paper-and-related.txt``).
+"""Contrastive Evidence Paths (CEP) ranker, as defined in the Structured Corpus Interaction (SCI) paper.
 
 CEP scores a candidate by its *strongest individual path* from the seeds
 rather than by the sum over all paths (which lets well-connected hubs crowd
