@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .records import PathShare, RankedPaper, ScorePart
+from .tex import to_plain
 from .trace import RunTrace
 
 RESTART_WORDS = {
@@ -111,7 +112,7 @@ def source_words(trace: RunTrace, component: str, source: str | None) -> str:
         title = trace.node(source).paper.title
     except KeyError:
         title = source
-    return f"restart at “{_short(title)}”"
+    return f"restart at “{_short(to_plain(title))}”"
 
 
 def why_line(trace: RunTrace, result: RankedPaper) -> str:
