@@ -96,7 +96,7 @@ def test_cards_and_inspectors_show_no_raw_tex(page: Page, app_server):
     table.scroll_into_view_if_needed()
     box = table.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box
-    page.get_by_text("Entailment matrix").first.wait_for(timeout=60_000)
+    page.get_by_text("M[i][j] =").first.wait_for(timeout=60_000)  # the matrix caption (either scorer)
     page.wait_for_timeout(800)
     page.screenshot(path=str(SHOTS / "tex_edge_inspector.png"), full_page=False)
     assert tex.raw_tex(_main_text(page)) == [], "edge inspector"
