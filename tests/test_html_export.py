@@ -157,6 +157,106 @@ def test_exported_file_opens_offline_and_an_edge_click_shows_its_matrix(hostile_
         browser.close()
 
 
+TEX_TITLE = r"$\mathcal{N}=4$ super Yang--Mills on $AdS_5\times S^5$ <img src=x onerror=alert(1)>"
+TEX_ABSTRACT = r"The entropy $S=\frac{c}{3}\log L$ of ${\cal N}=4$ on $AdS_3$, after Ba\~nados & <b>bold</b>."
+TEX_CLAIM = r"Geodesics in $AdS_3$ give $\sqrt{g_{\mu\nu}}$ <script>alert(2)</script>"
+TEX_CONTEXT = r"as {\it Ba\~nados} showed for $\bar{\psi}\psi$ \cite{x}"
+TEX_AUTHOR = r"M. Ba\~nados"
+
+
+@pytest.fixture(scope="module")
+def tex_trace(hostile_trace):
+    """The hostile run with TeX (and markup) in the top paper's title, author, abstract and first claim and in the
+    context of one of its kept edges: (trace, paper id, edge id)."""
+    import copy
+    import dataclasses
+
+    trace = copy.deepcopy(hostile_trace)
+    pid = trace.results[0].paper_id
+    node = trace.node(pid)
+    node.paper = dataclasses.replace(node.paper, title=TEX_TITLE, abstract=TEX_ABSTRACT,
+                                     authors=(TEX_AUTHOR, *node.paper.authors[1:]))
+    cs = trace.claims[pid]
+    cs.claims[0] = dataclasses.replace(cs.claims[0], text=TEX_CLAIM)
+    edge = next(e for e in trace.edges if e.kept and pid in (e.citing, e.cited))
+    edge.contexts = [TEX_CONTEXT]
+    return trace, pid, f"{edge.citing}->{edge.cited}"
+
+
+def test_the_export_draws_tex_through_the_one_renderer(tex_trace):
+    from crase_core import tex
+
+    trace, pid, eid = tex_trace
+    data = export_data(trace)
+    n = data["nodes"][pid]
+    assert n["title"] == tex.to_plain(TEX_TITLE) and n["title"].startswith("𝒩=4 super Yang–Mills on AdS₅ × S⁵")
+    assert n["title_tex"] == tex.to_json(TEX_TITLE) and n["abstract_tex"] == tex.to_json(TEX_ABSTRACT)
+    assert n["authors"][0] == "M. Bañados" and n["abstract"] == tex.to_plain(TEX_ABSTRACT)
+    claim = data["claims"][pid]["claims"][0]
+    assert claim["text"] == tex.to_plain(TEX_CLAIM) and claim["tex"] == tex.to_json(TEX_CLAIM)
+    assert next(e for e in data["edges"] if e["id"] == eid)["contexts"] == [tex.to_json(TEX_CONTEXT)]
+    # no text the page shows as plain text carries raw TeX: papers, claims, tooltips, labels, reasons
+    plain = [x for m in data["nodes"].values() for x in (m["title"], m["abstract"], m["reason"], m["prune_reason"],
+                                                          *m["authors"])]
+    plain += [c["text"] for cs in data["claims"].values() for c in cs["claims"]] + data["lines"]
+    plain += [s["label"] for s in data["styles"]["nodes"].values()] + [r["reason"] for r in data["results"]]
+    assert [r for x in plain for r in tex.raw_tex(x)] == []
+    page = to_html(trace)
+    assert "mathcal" not in page and "\\\\frac" not in page and "\\\\sqrt" not in page
+    # the static "why" section: the title as the renderer's HTML, its markup escaped
+    assert f"1. {tex.to_html(TEX_TITLE)}" in page and "<img" not in page
+
+
+def test_exported_panels_draw_tex_as_the_renderer_does(tex_trace, tmp_path):
+    """In Chromium: the list, the paper panel and the edge panel show the renderer's marks (sub/sup elements),
+    never raw TeX, and the markup in the text stays text (no element, no script runs)."""
+    why = _browser_missing()
+    if why:
+        if REQUIRE_BROWSER:
+            pytest.fail(f"browser test required but {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    from crase_core import tex
+
+    trace, pid, eid = tex_trace
+    path = tmp_path / "tex.html"
+    path.write_text(to_html(trace), encoding="utf-8")
+    shots = Path(os.environ.get("CRASE_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM if Path(CHROMIUM).exists() else None,
+                                     args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        page.wait_for_function("window.craseExport && window.craseExport.ready", timeout=20000)
+        first = page.locator("ol#results li").first
+        assert first.locator("strong").inner_html() == "1. " + tex.to_html(TEX_TITLE)
+        first.click()
+        panel = page.locator("#panel")
+        assert panel.get_attribute("data-node") == pid
+        assert panel.locator("h3").first.inner_html() == tex.to_html(TEX_TITLE)
+        assert panel.locator("p", has_text="The entropy").inner_html() == tex.to_html(TEX_ABSTRACT)
+        assert "M. Bañados" in panel.inner_text()
+        assert tex.raw_tex(panel.inner_text()) == [] and tex.raw_tex(page.locator("ol#results").inner_text()) == []
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "export_tex_paper_panel.png"))
+        page.evaluate("id => window.craseExport.inspect('edge', id)", eid)
+        assert panel.get_attribute("data-edge") == eid
+        assert panel.locator("blockquote").inner_html() == tex.to_html(TEX_CONTEXT)
+        claim_html = tex.to_html(TEX_CLAIM)  # the DOM spells the overline's style "text-decoration: overline;"
+        drawn = panel.locator(".claim").evaluate_all("l => l.map(e => e.innerHTML)")
+        assert any(claim_html in x.replace('"text-decoration: overline;"', '"text-decoration:overline"') for x in drawn)
+        assert tex.raw_tex(panel.inner_text()) == []
+        page.screenshot(path=str(shots / "export_tex_edge_panel.png"))
+        # the markup in the texts is text: no element of it exists and nothing ran
+        assert page.evaluate("document.querySelectorAll('img, b, #panel script, ol#results script').length") == 0
+        assert errors == []
+        browser.close()
+
+
 def test_traces_without_the_new_fields_still_load(hostile_trace):
     """Traces saved before coverage/library/in_library/origin kind existed load with the defaults."""
     assert hostile_trace.coverage is not None and not hostile_trace.coverage.weak  # recorded by the run

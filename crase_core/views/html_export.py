@@ -10,6 +10,11 @@ Safety: every string from the trace travels as JSON inside ``<script type="appli
 with ``<``, ``>``, ``&`` and U+2028/U+2029 written as ``\\u`` escapes (so no title can close the
 script element), and the page renders it with ``textContent`` only; links are built in Python from
 validated identifiers (:func:`crase_core.retrieval.library.paper_link`) and re-checked to be http(s) in the page.
+TeX in titles, authors, abstracts, claims and contexts is rendered by :mod:`crase_core.views.tex` (the renderer
+the app and the CLI use): plain Unicode for labels, tooltips and the list's author lines, and for the panel
+and the list its JSON tree (:func:`crase_core.views.tex.to_json`), which the page turns into ``sub``/``sup``/``b``/
+``i``/``span`` elements holding ``textContent``; the static "why" section uses :func:`crase_core.views.tex.to_html`
+(every input character escaped).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from crase_core.views.graph_views import (
     run_view,
 )
 from crase_core.views.score_words import why_line
+from crase_core.views.tex import to_html as tex_html
+from crase_core.views.tex import to_json, to_plain
 
 MAX_WIDE_VIEW_NODES = 300  # the wide view: the highest-ranked kept papers (a readable, quick-to-lay-out graph)
 MAX_WIDE_VIEW_EDGES = 3000
@@ -119,26 +126,28 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         p, s = n.paper, seeds.get(n.paper.id)
         r = results.get(p.id)
         nodes[p.id] = {
-            "title": p.title, "year": p.year, "authors": list(p.authors[:12]), "more_authors": max(0, len(p.authors) - 12),
-            "abstract": p.abstract, "link": paper_link(p), "venue": p.venue,
-            "role": ROLE_LABELS[n.display_role], "colour": ROLE_COLOURS[n.display_role], "kept": n.kept,
-            "prune_reason": n.prune_reason, "score": _num(n.score), "rank": n.rank, "in_library": n.in_library,
+            "title": to_plain(p.title), "title_tex": to_json(p.title), "year": p.year,
+            "authors": [to_plain(a) for a in p.authors[:12]], "more_authors": max(0, len(p.authors) - 12),
+            "abstract": to_plain(p.abstract), "abstract_tex": to_json(p.abstract), "link": paper_link(p),
+            "venue": to_plain(p.venue), "role": ROLE_LABELS[n.display_role], "colour": ROLE_COLOURS[n.display_role],
+            "kept": n.kept, "prune_reason": to_plain(n.prune_reason), "score": _num(n.score), "rank": n.rank,
+            "in_library": n.in_library,
             "seed": None if s is None else {
-                "fate": s.fate, "reason": s.fate_reason,
-                "origins": [origin_text(o) for o in s.origins]},
-            "reason": r.reason if r else "",
+                "fate": s.fate, "reason": to_plain(s.fate_reason),
+                "origins": [to_plain(origin_text(o)) for o in s.origins]},
+            "reason": to_plain(r.reason) if r else "",
         }
     edges = [{"id": edge_id(e), "from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "rule": e.rule, "error": e.error or "", "supported": list(e.supported),
               "covered": list(e.covered or e.supported), "score_name": score_name(e.scorer),
               "support_theta": trace.support_threshold(e),
-              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": list(e.contexts),
+              "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": [to_json(x) for x in e.contexts],
               "scorer": e.scorer, "scorer_label": SCORER_LABELS.get(e.scorer, e.scorer),
               **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
              for e in trace.edges if edge_id(e) in edge_style]
-    claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": c.text}
-                                                        for c in cs.claims]}
+    claims = {pid: {"error": cs.error or "", "claims": [{"id": c.id, "type": c.type.lower(), "text": to_plain(c.text),
+                                                         "tex": to_json(c.text)} for c in cs.claims]}
               for pid, cs in trace.claims.items() if pid in nodes}
     c = trace.stage_counts()
     model = trace.model_ran
@@ -153,7 +162,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
-        "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": r.reason,
+        "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": to_plain(r.reason),
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
         "nodes": nodes, "edges": edges, "claims": claims, "views": views,
         "styles": {"nodes": node_style, "edges": edge_style}, "lines": _intern_tips(node_style, edge_style),
@@ -167,7 +176,9 @@ def why_html(trace: RunTrace) -> str:
     when the trace records no parts."""
     if not any(r.score_parts for r in trace.results):
         return ""
-    titles = {n.paper.id: n.paper.title for n in trace.nodes}
+    titles = {n.paper.id: to_plain(n.paper.title) for n in trace.nodes}
+    ranked = {r.paper_id for r in trace.results}
+    title_html = {n.paper.id: tex_html(n.paper.title) for n in trace.nodes if n.paper.id in ranked}  # escaped
 
     def esc(x: object) -> str:
         return html.escape(str(x), quote=True)
@@ -183,7 +194,7 @@ def why_html(trace: RunTrace) -> str:
     for r in trace.results:
         if not r.score_parts:
             continue
-        out.append(f'<details data-paper="{esc(r.paper_id)}"><summary>{r.rank}. {esc(titles.get(r.paper_id, r.paper_id))}'
+        out.append(f'<details data-paper="{esc(r.paper_id)}"><summary>{r.rank}. {title_html.get(r.paper_id) or esc(r.paper_id)}'
                    f' — {esc(why_line(trace, r))}</summary><table class="m why"><tr><th>part</th><th>value</th>'
                    "<th>share</th></tr>")
         term = None
@@ -313,6 +324,26 @@ _APP_JS = r"""
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
+  // a TeX tree of crase_core.views.tex.to_json: a string is text, [kind, part…] a mark drawn as an element of a fixed
+  // tag (sup, sub, b, i, span); text only ever enters the page as a text node
+  function tex(parent, tree) {
+    (Array.isArray(tree) ? tree : [tree]).forEach(function (item) {
+      if (item === null || item === undefined) return;
+      if (!Array.isArray(item)) { parent.appendChild(document.createTextNode(String(item))); return; }
+      var kind = item[0];
+      if (kind === "sup" || kind === "sub" || kind === "b" || kind === "i") tex(add(parent, el(kind)), item[1]);
+      else if (kind === "over") { var o = add(parent, el("span")); o.style.textDecoration = "overline"; tex(o, item[1]); }
+      else if (kind === "frac") { tex(add(parent, el("sup")), item[1]); add(parent, document.createTextNode("\u2044")); tex(add(parent, el("sub")), item[2]); }
+      else if (kind === "sqrt") {
+        if (item[2] && item[2].length) tex(add(parent, el("sup")), item[2]);
+        add(parent, document.createTextNode("\u221a"));
+        var r = add(parent, el("span")); r.style.textDecoration = "overline"; tex(r, item[1]);
+      } else item.slice(1).forEach(function (part) { tex(parent, part); });
+    });
+    return parent;
+  }
+  // <tag>before · the tree · after</tag>
+  function texEl(tag, before, tree, after, cls) { var e = el(tag, before, cls); tex(e, tree); if (after) e.appendChild(document.createTextNode(after)); return e; }
   function safeLink(url) { return typeof url === "string" && /^https?:\/\/[^\s"'<>]+$/.test(url) ? url : null; }
 
   document.getElementById("title").textContent = "Crase run: " + D.query;
@@ -360,7 +391,9 @@ _APP_JS = r"""
     onClick: function (v) { if (v.kind === "edge") showEdge(v.id); else showNode(v.id); },
     onDblClick: function (v) { if (D.views["focus|" + v.id]) { state.focus = v.id; state.layout = "focus"; show(); } }
   });
-  window.craseExport = { graph: graph, data: D, ready: false, state: state };
+  // what the browser tests read (README of assets/ui/graph_component); inspect opens a paper's or an edge's panel
+  window.craseExport = { graph: graph, data: D, ready: false, state: state,
+                         inspect: function (kind, id) { if (kind === "edge") showEdge(id); else showNode(id); } };
 
   var papers = document.getElementById("papers");
   [["top", "Top " + D.top_k + " and their evidence trails"], ["wide", "Wider: the " + D.wide_nodes + " highest-ranked kept papers"]].forEach(function (o) {
@@ -393,7 +426,7 @@ _APP_JS = r"""
   document.getElementById("showPruned").addEventListener("change", show);
 
   function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); delete panel.dataset.edge; delete panel.dataset.node; }
-  function paperLine(id) { var n = D.nodes[id]; return n ? n.title + " (" + (n.year || "n.d.") + ")" : id; }
+  function paperLine(label, id) { var n = D.nodes[id]; return n ? texEl("div", label, n.title_tex, " (" + (n.year || "n.d.") + ")") : el("div", label + id); }
 
   function showEdge(id) {
     var e = edgeInfo[id]; if (!e) return;
@@ -402,8 +435,8 @@ _APP_JS = r"""
     current = { kind: "edge", id: id };
     panel.dataset.edge = e.from + "->" + e.to;
     add(panel, el("h3", "Edge " + e.from + " \u2192 " + e.to));
-    add(panel, el("div", "u (citing): " + paperLine(e.from)));
-    add(panel, el("div", "v (cited): " + paperLine(e.to)));
+    add(panel, paperLine("u (citing): ", e.from));
+    add(panel, paperLine("v (cited): ", e.to));
     var dec = add(panel, el("p", "Decision \u2014 " + e.decision, e.kept ? "kept" : "pruned"));
     dec.id = "decision";
     if (e.scorer) add(panel, el("span", e.scorer_label, "badge " + (e.scorer === "model" ? "model" : "offline")));
@@ -420,7 +453,8 @@ _APP_JS = r"""
       e.matrix[0].forEach(function (_, j) { var cl = cv.claims[j]; var th = add(head, el("th", cl ? cl.id : "c" + (j + 1))); if (cl) th.title = cl.text; });
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
-        add(tr, el("th", (e.supported[i2] ? "\u2713 " : (e.covered && e.covered[i2]) ? "\u2248 " : "\u2717 ") + (cl ? cl.id + ": " + cl.text : "c" + (i2 + 1)), "rowh"));
+        var mark = e.supported[i2] ? "\u2713 " : (e.covered && e.covered[i2]) ? "\u2248 " : "\u2717 ";
+        add(tr, cl ? texEl("th", mark + cl.id + ": ", cl.tex, "", "rowh") : el("th", mark + "c" + (i2 + 1), "rowh"));
         row.forEach(function (x) {
           var td = add(tr, el("td", fmt(x, 2)));
           if (x >= (e.support_theta != null ? e.support_theta : e.theta)) td.className = "hit";
@@ -429,11 +463,11 @@ _APP_JS = r"""
         });
       });
     } else add(panel, el("p", "No matrix: one of the papers has no claims."));
-    if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, el("blockquote", x)); }); }
+    if (e.contexts.length) { add(panel, el("h3", "Citation context")); e.contexts.forEach(function (x) { add(panel, texEl("blockquote", "", x)); }); }
     [["Claims of u", cu], ["Claims of v", cv]].forEach(function (pair) {
       add(panel, el("h3", pair[0]));
       if (pair[1].error) add(panel, el("div", "Claim extraction failed: " + pair[1].error, "warn"));
-      pair[1].claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); });
+      pair[1].claims.forEach(function (cl) { add(panel, texEl("div", cl.id + " [" + cl.type + "] ", cl.tex, "", "claim")); });
     });
     graph.select(current);
   }
@@ -443,7 +477,7 @@ _APP_JS = r"""
     clear();
     current = { kind: "node", id: id };
     panel.dataset.node = id;
-    add(panel, el("h3", n.title));
+    add(panel, texEl("h3", "", n.title_tex));
     add(panel, el("div", (n.year || "n.d.") + " \u00b7 " + n.authors.join(", ") + (n.more_authors ? " et al. (+" + n.more_authors + ")" : "") + (n.venue ? " \u00b7 " + n.venue : "")));
     var link = safeLink(n.link);
     if (link) { var a = add(add(panel, el("div")), el("a", link)); a.href = link; a.rel = "noopener noreferrer"; a.target = "_blank"; }
@@ -452,16 +486,16 @@ _APP_JS = r"""
     add(panel, el("div", n.kept ? "score " + fmt(n.score, 4) + (n.rank ? " \u00b7 rank " + n.rank : "") : "pruned: " + n.prune_reason));
     if (n.seed) { add(panel, el("div", "Seed fate: " + (n.seed.fate === "kept" ? "\u2713 " : "\u2717 ") + n.seed.reason)); n.seed.origins.forEach(function (o) { add(panel, el("div", "\u2022 " + o)); }); }
     if (n.reason) add(panel, el("p", "Why it is here: " + n.reason));
-    if (n.abstract) { add(panel, el("h3", "Abstract")); add(panel, el("p", n.abstract)); }
+    if (n.abstract) { add(panel, el("h3", "Abstract")); add(panel, texEl("p", "", n.abstract_tex)); }
     var cs = D.claims[id];
-    if (cs && cs.claims.length) { add(panel, el("h3", "Claims")); cs.claims.forEach(function (cl) { add(panel, el("div", cl.id + " [" + cl.type + "] " + cl.text, "claim")); }); }
+    if (cs && cs.claims.length) { add(panel, el("h3", "Claims")); cs.claims.forEach(function (cl) { add(panel, texEl("div", cl.id + " [" + cl.type + "] ", cl.tex, "", "claim")); }); }
     graph.select(current);
   }
 
   var list = document.getElementById("results");
   D.results.forEach(function (r) {
     var n = D.nodes[r.id], li = add(list, el("li"));
-    var head = add(li, el("div")); add(head, el("strong", r.rank + ". " + n.title)); add(head, document.createTextNode(" \u00b7 " + (n.year || "n.d.") + " \u00b7 score " + fmt(r.score, 4)));
+    var head = add(li, el("div")); add(head, texEl("strong", r.rank + ". ", n.title_tex)); add(head, document.createTextNode(" \u00b7 " + (n.year || "n.d.") + " \u00b7 score " + fmt(r.score, 4)));
     if (r.in_library) add(head, el("span", "already in your library", "lib"));
     add(li, el("div", n.authors.slice(0, 3).join(", ") + (n.authors.length > 3 ? " et al." : ""), "why"));
     add(li, el("div", "Why it is here: " + r.reason, "why"));

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from crase_core.records import PathShare, RankedPaper, ScorePart
 from crase_core.trace import RunTrace
+from crase_core.views.tex import to_plain
 
 RESTART_WORDS = {
     "query": "the walk restarts at papers in proportion to their text match with the whole query",
@@ -111,7 +112,7 @@ def source_words(trace: RunTrace, component: str, source: str | None) -> str:
         title = trace.node(source).paper.title
     except KeyError:
         title = source
-    return f"restart at “{_short(title)}”"
+    return f"restart at “{_short(to_plain(title))}”"
 
 
 def why_line(trace: RunTrace, result: RankedPaper) -> str:

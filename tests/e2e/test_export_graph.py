@@ -24,6 +24,7 @@ from crase_core.views.html_export import to_html  # noqa: E402
 DEMO = json.loads((ROOT / "assets" / "ui" / "demo_queries.json").read_text(encoding="utf-8"))[0]
 GRAPH = "window.craseExport.graph"
 SEED = 26
+PAGE_ERRORS: list[str] = []  # the exported page's script errors (checked again when the page closes)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def exported(tmp_path_factory, chromium, hepth_engine):
     context.route("**/*", lambda r: (requests.append(r.request.url),
                                      r.continue_() if r.request.url.startswith("file:") else r.abort()))
     page = context.new_page()
-    errors: list[str] = []
+    errors = PAGE_ERRORS
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
     page.wait_for_function("() => window.craseExport && window.craseExport.ready", timeout=60_000)
@@ -109,3 +110,26 @@ def test_every_view_draws_at_both_sizes(exported):
             name = f"export_{w}x{h}_{layout}" + ("_wide" if papers == "wide" else "") + ("_pruned" if pruned else "")
             page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.set_viewport_size({"width": 1440, "height": 900})
+
+
+def test_a_selection_the_next_view_does_not_draw_is_no_error(exported):
+    """The inspector's paper or edge stays selected when the view changes (the panel still shows it); a view
+    that does not draw it draws all the same, with no label for it and no script error (the selected paper
+    was labelled before: drawLabels read the label of a paper the view does not have, and the view never
+    became ready)."""
+    page, _ = exported
+    views = page.evaluate("() => window.craseExport.data.views")
+    focus = page.evaluate("() => window.craseExport.state.focus")
+    in_focus = {n[0] for n in views[f"focus|{focus}"]["nodes"]}
+    wide_edges = [e[0] for e in views["timeline|wide"]["edges"]]
+    pid = next(n[0] for n in views["timeline|wide"]["nodes"] if n[0] not in in_focus)
+    eid = next(e for e in wide_edges if not set(e.split("->")) <= in_focus)
+    for kind, item in (("node", pid), ("edge", eid)):
+        show(page, "timeline", "wide")
+        page.evaluate("([k, i]) => window.craseExport.inspect(k, i)", [kind, item])
+        assert page.evaluate(f"() => {GRAPH}.selected") == {"kind": kind, "id": item}
+        show(page, "focus")  # waits for the view to be drawn and ready
+        assert page.evaluate(f"() => {GRAPH}.selected") == {"kind": kind, "id": item}
+        labelled = {b["id"] for b in page.evaluate(f"() => {GRAPH}.labels")}
+        assert pid not in labelled and len(labelled) >= 2
+        assert PAGE_ERRORS == []

@@ -96,13 +96,10 @@ def test_cards_and_inspectors_show_no_raw_tex(page: Page, app_server):
     table.scroll_into_view_if_needed()
     box = table.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box
-    page.get_by_text("Entailment matrix").first.wait_for(timeout=60_000)
+    page.get_by_text("M[i][j] =").first.wait_for(timeout=60_000)  # the matrix caption (either scorer)
     page.wait_for_timeout(800)
     page.screenshot(path=str(SHOTS / "tex_edge_inspector.png"), full_page=False)
     assert tex.raw_tex(_main_text(page)) == [], "edge inspector"
-
-
-EMIT_EDGE = "i => { window.craseExport.network.body.emitter.emit('click', {nodes: [], edges: ['e' + i]}); }"
 
 
 def test_exported_runs_show_no_raw_tex(hepth_engine, chromium, tmp_path):
@@ -118,16 +115,19 @@ def test_exported_runs_show_no_raw_tex(hepth_engine, chromium, tmp_path):
         pg.goto(path.as_uri())
         pg.wait_for_function("() => window.craseExport && window.craseExport.ready === true", timeout=60_000)
         texts = [pg.evaluate("() => document.body.innerText")]
-        # every paper's tooltip, and every panel a reader opens: the first 12 papers of the list, 12 edges
-        texts += pg.evaluate("() => window.craseExport.nodes.get().map(n => n.title ? n.title.textContent : '')")
-        texts += pg.evaluate("() => window.craseExport.edges.get().map(e => e.title ? e.title.textContent : '')")
+        # every line of every tooltip and every label of the graph's views (the graph script draws them with
+        # textContent / fillText), the focus menu, and every panel a reader opens: the first 12 papers of the
+        # list, the first 12 edges
+        texts += pg.evaluate("() => window.craseExport.data.lines")
+        texts += pg.evaluate("() => Object.values(window.craseExport.data.styles.nodes).map(s => s.label)")
+        texts += pg.evaluate("() => Array.from(document.querySelectorAll('#focus option')).map(o => o.textContent)")
         items = pg.locator("ol#results li")
         for i in range(min(12, items.count())):
             items.nth(i).click()
             texts.append(pg.locator("#panel").inner_text())
-        n_edges = pg.evaluate("() => window.craseExport.data.edges.length")
-        for i in range(min(12, n_edges)):
-            pg.evaluate(EMIT_EDGE, i)
+        for eid in pg.evaluate("() => window.craseExport.data.edges.slice(0, 12).map(e => e.id)"):
+            pg.evaluate("id => window.craseExport.inspect('edge', id)", eid)
+            assert pg.locator("#panel").get_attribute("data-edge") == eid
             texts.append(pg.locator("#panel").inner_text())
         raw = [r for t in texts for r in tex.raw_tex(t)]
         assert raw == [], (d["label"], raw[:10])

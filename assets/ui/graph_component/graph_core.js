@@ -351,6 +351,9 @@
         if (h.kind === "node") forced.push(h.id);
         else if (edgeById[h.id]) { forced.push(edgeById[h.id].from); forced.push(edgeById[h.id].to); }
       });
+      // the selection outlives a change of view (the inspector still shows it): a paper this view does not
+      // draw gets no label
+      forced = forced.filter(function (id) { return nodeRec[id] && pos[id]; });
       // the focus view names its paper in a heading at the canvas' top left: beside the paper every arrow
       // of the view would run through its label
       var focusId = layout === "focus" ? nodesDS.getIds().filter(function (id) { return nodeRec[id].pri === 0; })[0] : undefined;
