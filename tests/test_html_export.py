@@ -184,7 +184,7 @@ def tex_trace(hostile_trace):
 
 
 def test_the_export_draws_tex_through_the_one_renderer(tex_trace):
-    from crase_core import tex
+    from crase_core.views import tex
 
     trace, pid, eid = tex_trace
     data = export_data(trace)
@@ -217,7 +217,7 @@ def test_exported_panels_draw_tex_as_the_renderer_does(tex_trace, tmp_path):
         pytest.skip(why)
     from playwright.sync_api import sync_playwright
 
-    from crase_core import tex
+    from crase_core.views import tex
 
     trace, pid, eid = tex_trace
     path = tmp_path / "tex.html"

@@ -503,6 +503,49 @@ def write_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
     return added
 
 
+@dataclass(frozen=True)
+class _NewEdges:
+    """What a batch adds to the graph: the edge keys (``u << 32 | v``) not there yet, and the pending lines."""
+
+    keys: np.ndarray  # sorted, unique, none already in the chain
+    resolved: np.ndarray  # line numbers of earlier pending lines that now resolve
+    self_loops: int  # earlier pending lines that resolve to a self-loop
+    lines: int  # valid citation lines the batch adds (before deduplication)
+    pending_src: np.ndarray  # the chain's pending lines before the batch
+    pending_dst: np.ndarray
+
+
+def _new_edges(chain: Chain, ids: ChainedIds, new_sorted_ids: np.ndarray, edges: cs._Edges, n_old: int,
+               n_new: int) -> _NewEdges:
+    """The edges of ``edges`` (the batch's citation lines) and of the chain's pending lines that name a new id
+    (they may now have both ends: an edge, or a self-loop), less those already in the base or a segment."""
+    psrc, pdst, pnum = chain.pending()
+    touched = np.zeros(psrc.size, dtype=bool)
+    if psrc.size and n_new:
+        touched = np.isin(psrc, new_sorted_ids) | np.isin(pdst, new_sorted_ids)
+    tu, tv = ids.positions(psrc[touched]), ids.positions(pdst[touched])
+    ok = (tu >= 0) & (tv >= 0)
+    resolved = pnum[touched][ok]
+    loops = ok & (tu == tv)
+    rows = np.concatenate([tu[ok & ~loops], edges.rows])
+    cols = np.concatenate([tv[ok & ~loops], edges.cols])
+    keys = np.unique(_edge_keys(rows, cols))
+    u, v = keys >> 32, keys & 0xFFFFFFFF
+    old = (u < n_old) & (v < n_old)  # only an edge between two old papers can be there already
+    there = np.zeros(keys.size, dtype=bool)
+    n_base = n_old - sum(s.n for s in chain.segments)
+    in_base = old & (u < n_base) & (v < n_base)
+    if in_base.any():
+        there[in_base] = _csr_has(cs._map_one(chain.base_path, "refs_indptr"),
+                                  cs._map_one(chain.base_path, "refs_indices"), u[in_base], v[in_base])
+    for s in chain.segments:
+        seg_keys = _edge_keys(s.arrays["ref_src"], s.arrays["ref_dst"])
+        if seg_keys.size and old.any():
+            at = np.minimum(np.searchsorted(seg_keys, keys[old]), seg_keys.size - 1)
+            there[old] |= seg_keys[at] == keys[old]
+    return _NewEdges(keys[~there], resolved, int(loops.sum()), int(rows.size), psrc, pdst)
+
+
 def build_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Path | None, fingerprint: str,
                   target: Path, source: Mapping[str, list[Any]]) -> tuple[Path, Appended]:
     """Build, in a temp folder beside ``target`` (returned, not yet published: the caller renames it to
@@ -537,42 +580,19 @@ def build_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
             edges = cs._read_citations(new_citations, ids.get, ids)
         else:
             edges = cs._Edges(cs._cat64([]), cs._cat64([]), [], [])
-        # earlier pending lines that name a new id may now have both ends (an edge, or a self-loop)
-        psrc, pdst, pnum = chain.pending()
-        touched = np.zeros(psrc.size, dtype=bool)
-        if psrc.size and n_new:
-            touched = np.isin(psrc, id_arrays["ids_sorted"]) | np.isin(pdst, id_arrays["ids_sorted"])
-        tu, tv = ids.positions(psrc[touched]), ids.positions(pdst[touched])
-        ok = (tu >= 0) & (tv >= 0)
-        resolved = pnum[touched][ok]
-        loops = ok & (tu == tv)
-        rows = np.concatenate([tu[ok & ~loops], edges.rows])
-        cols = np.concatenate([tv[ok & ~loops], edges.cols])
-        keys = np.unique(_edge_keys(rows, cols))
-        u, v = keys >> 32, keys & 0xFFFFFFFF
-        old = (u < n_old) & (v < n_old)  # only an edge between two old papers can be there already
-        there = np.zeros(keys.size, dtype=bool)
-        n_base = n_old - sum(s.n for s in chain.segments)
-        in_base = old & (u < n_base) & (v < n_base)
-        if in_base.any():
-            there[in_base] = _csr_has(cs._map_one(chain.base_path, "refs_indptr"),
-                                      cs._map_one(chain.base_path, "refs_indices"), u[in_base], v[in_base])
-        for s in chain.segments:
-            seg_keys = _edge_keys(s.arrays["ref_src"], s.arrays["ref_dst"])
-            if seg_keys.size and old.any():
-                at = np.minimum(np.searchsorted(seg_keys, keys[old]), seg_keys.size - 1)
-                there[old] |= seg_keys[at] == keys[old]
-        keys = keys[~there]
+        new = _new_edges(chain, ids, id_arrays["ids_sorted"], edges, n_old, n_new)
+        psrc, pdst, resolved, keys = new.pending_src, new.pending_dst, new.resolved, new.keys
+        n_loops, n_lines = new.self_loops, new.lines
         u, v = keys >> 32, keys & 0xFFFFFFFF
         rev = np.sort(_edge_keys(v, u))
         last = chain.last_meta
         totals_before = last.get("totals") or {"n_refs": int(last["n_refs"]),
                                                 "valid_lines": int(last.get("valid_lines", last["n_refs"]))}
-        valid_lines = int(totals_before["valid_lines"]) + int(rows.size)
+        valid_lines = int(totals_before["valid_lines"]) + n_lines
         n_refs = int(totals_before["n_refs"]) + int(keys.size)
         d = {str(k): int(val) for k, val in dict(last.get("dropped_edges") or {}).items()}
         pending_left = int(psrc.size) - int(resolved.size) + len(edges.pending_src)
-        dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + int(loops.sum()),
+        dropped = {"self_loops": d.get("self_loops", 0) + edges.self_loops + n_loops,
                    "unknown_ids": pending_left, "duplicates": valid_lines - n_refs,
                    "malformed": d.get("malformed", 0) + edges.malformed}
         arrays = {**id_arrays, "year": np.frombuffer(sink.year, dtype=np.int32),
@@ -582,7 +602,7 @@ def build_segment(corpus: Corpus, chunks: Sequence[cs._Chunk], new_citations: Pa
                   "pending_src": cs.s_array(edges.pending_src), "pending_dst": cs.s_array(edges.pending_dst),
                   "resolved": resolved.astype(np.int64)}
         validation = _grown_validation(corpus, chain, sink, arrays["year"], u, v, n, n_refs, dropped,
-                                       edges, int(loops.sum()), int(resolved.size))
+                                       edges, n_loops, int(resolved.size))
         assert isinstance(sink.postings, PostingsBuilder)
         save_postings(sink.postings.finish(), tmp / "postings")
         base_name = chain.base_path.name

@@ -147,7 +147,8 @@ def test_read_only_corpus_is_one_line_and_untouched(tmp_path, what):
 _KILLER = """
 import os, signal, sys
 from pathlib import Path
-from crase_core import append_journal, atomic, corpus_folder
+from crase_core import atomic
+from crase_core.store import append_journal, corpus_folder
 
 point = sys.argv[3]
 def die(*_a, **_k):
