@@ -423,3 +423,17 @@ class UserLibrary:
     @property
     def found_ids(self) -> list[str]:
         return list(dict.fromkeys(i.paper_id for i in self.items if i.paper_id))
+
+
+@dataclass(frozen=True)
+class FusionTerm:
+    """One additive term of a node's fused score: its formula with the numbers used (``label``, ``short``
+    its name), its ``value``, and the fractions of it that the walk and the text search account for
+    (``walk`` + ``text`` = 1; both 0 for a rank term neither scored, whose rank only ties broke).
+    A rank term's split is the two signals' shares of the score that rank was taken from."""
+
+    short: str
+    label: str
+    value: float
+    walk: float = 0.0
+    text: float = 0.0

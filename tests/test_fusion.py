@@ -6,8 +6,9 @@ import pytest
 
 from crase_core.errors import InputError
 from crase_core.records import SearchHit, Seed, SeedOrigin
+from crase_core.retrieval.fusion import fuse_scores, text_relevance
 from crase_core.settings.pipeline import PipelineSettings
-from crase_core.stages.ranking import final_scores, fuse_scores, text_relevance
+from crase_core.stages.ranking import final_scores
 
 WALK = {"a": 0.5, "b": 0.3, "c": 0.2}
 TEXT = {"b": 4.0, "c": 2.0}  # a: not a text hit

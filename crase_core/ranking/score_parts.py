@@ -34,26 +34,10 @@ Pure functions; :func:`crase_core.stages.ranking.rank_graph` computes the inputs
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from crase_core.ranking.walks import Attribution
-from crase_core.records import PathShare, ScorePart, SearchHit
+from crase_core.records import FusionTerm, PathShare, ScorePart, SearchHit
 from crase_core.retrieval.text_parts import shares
-
-
-@dataclass(frozen=True)
-class FusionTerm:
-    """One additive term of a node's fused score: its formula with the numbers used (``label``, ``short``
-    its name), its ``value``, and the fractions of it that the walk and the text search account for
-    (``walk`` + ``text`` = 1; both 0 for a rank term neither scored, whose rank only ties broke).
-    A rank term's split is the two signals' shares of the score that rank was taken from."""
-
-    short: str
-    label: str
-    value: float
-    walk: float = 0.0
-    text: float = 0.0
-
 
 #: restart sources with a part of their own (the rest share one part)
 SOURCES = 5

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from crase_core.records import QueryCoverage, TermCount
+from crase_core.store.textindex import TextIndex
 from crase_core.text import content_words, stem
 
 RARE_FRACTION = 0.005  # a term is rare when fewer than this share of the papers contain it
@@ -89,13 +90,12 @@ def _words(counts: Sequence[TermCount]) -> str:
 
 
 def coverage_for_source(query: str, source: object) -> QueryCoverage | None:
-    """:func:`assess` over a local corpus source's visible papers; None for a source without postings."""
-    from crase_core.sources.local import LocalSource
-
-    if not isinstance(source, LocalSource):
+    """:func:`assess` over a local corpus source's visible papers (a source with a ``text_index`` and a
+    ``visible`` mask, as :class:`~crase_core.sources.local.LocalSource` has); None for a source without postings."""
+    index = getattr(source, "text_index", None)
+    visible = getattr(source, "visible", None)
+    if not isinstance(index, TextIndex) or not isinstance(visible, np.ndarray):
         return None
-    index = source.text_index
-    visible = source.visible
     terms = query_terms(query)
     postings: dict[str, np.ndarray] = {}
     for t, _ in terms:
