@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_model import fake_backend
 
 from crase_core import trace as trace_io
 from crase_core.backends import offline_backend
@@ -26,6 +25,7 @@ from crase_core.settings import PRESETS, ROUND3_DEFAULTS, PipelineSettings
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import edge_theta, prune_graph
 from crase_core.termstats import TermStats
+from crase_core.testing.fake_model import fake_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
