@@ -1,12 +1,12 @@
-"""Benchmark: how well the default finds the papers it should, read from each run's ``summary.json``.
+"""Benchmark: how well the default finds the papers it should, read from the summary in each run's file.
 
-A *result set* is a folder whose run folders each hold the ``summary.json`` that ``crase eval`` and
-``benchmarks/eval_dev.py`` write (Recall@K, MAP@K, the job that made them), a single run folder, an ablation
-folder (``ablation.json``: configuration → summary) or the entailment scorer's ``scifact.json``. They are
-only ever read from the allowed roots: the project's ``benchmarks/results``, the operator's
+A *result set* is a folder whose run folders each hold the run file ``run.json.gz`` that ``crase eval`` and
+``benchmarks/eval_dev.py`` write (its summary: Recall@K, MAP@K, the job that made them), a single run folder,
+an ablation folder (``ablation.json``: configuration → summary) or the entailment scorer's ``scifact.json``.
+They are only ever read from the allowed roots: the project's ``benchmarks/results``, the operator's
 ``storage.eval_dir`` and the runs folder. The visitor picks one from a list (no path is typed); the scan is
 bounded (depth, entries, sets) and follows no link that leads out of its root; every file is read with a size
-limit and every number is checked to be one.
+limit (a run file also once decompressed) and every number is checked to be one.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import streamlit as st
 
 from crase_app.display import md_escape
 from crase_app.shared import code, guarded, page_header, run_store
+from crase_core.evaluation.run_file import RUN_FILE, RunFileError, read_run
 from crase_core.settings.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,8 @@ MAX_DEPTH = 4  # a summary at most this many folders below a root
 MAX_ENTRIES = 5000  # directory entries looked at per root
 MAX_SETS = 200
 MAX_JSON_BYTES = 2 << 20
+MAX_RUN_BYTES = 8 << 20  # a run file as stored (the project's are under 50 KB)
+MAX_RUN_JSON_BYTES = 64 << 20  # and once decompressed
 KS = (5, 10, 20, 30, 40, 50)
 KIND_ORDER = {"comparison": 0, "ablation": 1, "scorer": 2, "run": 3}
 KIND_LABEL = {"comparison": "Retrieval comparison", "ablation": "Ablation", "scorer": "Entailment scorer",
@@ -114,8 +117,8 @@ def _regular(path: Path) -> bool:
 
 
 def _is_run(folder: Path) -> bool:
-    """A run folder: its summary and the per-query rows it summarises."""
-    return _regular(folder / "summary.json") and _regular(folder / "per_query.jsonl")
+    """A run folder: it holds a run file (the summary, with the per-query rows it summarises)."""
+    return _regular(folder / RUN_FILE)
 
 
 def _kind(folder: Path, subfolders: list[Path]) -> str | None:
@@ -200,6 +203,15 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def read_summary(folder: Path) -> Any:
+    """The summary in the run file of ``folder`` (None when the file is not a readable run file within the
+    size limits); never blocks on a FIFO."""
+    try:
+        return read_run(folder / RUN_FILE, max_file_bytes=MAX_RUN_BYTES, max_json_bytes=MAX_RUN_JSON_BYTES).summary
+    except RunFileError:
+        return None
+
+
 def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
 
@@ -225,10 +237,10 @@ def load_runs(rs: ResultSet) -> list[Run]:
         data = read_json(rs.folder / "ablation.json")
         items = list(data.items()) if isinstance(data, dict) else []
     elif rs.kind == "run":
-        items = [(rs.folder.name, read_json(rs.folder / "summary.json"))]
+        items = [(rs.folder.name, read_summary(rs.folder))]
     else:
         subs, _ = _folders(rs.folder, rs.root)
-        items = [(sub.name, read_json(sub / "summary.json")) for sub in subs if _is_run(sub)]
+        items = [(sub.name, read_summary(sub)) for sub in subs if _is_run(sub)]
     runs = [Run(str(name), s) for name, s in items if isinstance(s, dict) and _number(s.get("recall@5")) is not None]
     order = list(HEADLINE_RUNS)
     return sorted(runs, key=lambda r: (order.index(r.name) if r.name in order else len(order), r.name))
@@ -371,7 +383,7 @@ def render_set(rs: ResultSet) -> None:
         return
     runs = load_runs(rs)
     if not runs:
-        st.warning("No readable summary.json with Recall@K in this folder.", icon=":material/warning:")
+        st.warning("No readable run file with Recall@K in this folder.", icon=":material/warning:")
         return
     if rs.kind == "comparison":
         render_comparison(rs, runs)
@@ -385,7 +397,7 @@ def render_set(rs: ResultSet) -> None:
 
 page_header("Benchmark", "How well Crase finds the papers it should: its default configuration next to a plain "
             "text search and graph-only baselines, on development sets of hep-th questions, and its edge scorer "
-            "on SciFact. Every number is read from the summary.json of a run.")
+            "on SciFact. Every number is read from the summary in a run's file.")
 
 roots = allowed_roots()
 sets: list[ResultSet] = []

@@ -27,7 +27,7 @@ What it does (resumable: the harness runs skip finished queries; the fusions are
      paper is not in the top ``depth`` adds nothing), k = 60 and 10;
    * ``interp-w``: (1 − w)·BM25' + w·dense', each score min-max normalised over C, w the dense weight;
 
-   ties by paper id, as BM25's own ranking. Rows go to ``OUT/<bench>/<run>/per_query.jsonl``;
+   ties by paper id, as BM25's own ranking. Each run goes to its run file ``OUT/<bench>/<run>/run.json.gz``;
 4. prints, and writes to ``OUT/dense_hybrid.md``: every run's numbers, the same by kind with 95%
    bootstrap intervals, paired permutation tests against ``bm25`` (and against the committed rows of
    the ``crase`` default when they are there), a split-half check of choosing among the fusions, and
@@ -41,7 +41,6 @@ tuned on them. Nothing in ``crase_core`` or the tests imports this file.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -62,17 +61,17 @@ import sentence_transformers  # noqa: E402,F401
 
 COLD["import sentence_transformers"] = time.perf_counter() - _t
 
+from text_fusion import interpolate, order_by, overall_table, rrf, top_ids  # noqa: E402
+
 from crase_core.cache import cache_root  # noqa: E402
 from crase_core.evaluation import dense  # noqa: E402
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter  # noqa: E402
-from crase_core.evaluation.harness import EvalJob, read_rows, run_eval  # noqa: E402
+from crase_core.evaluation.harness import EvalJob, run_eval, summarize  # noqa: E402
 from crase_core.evaluation.metrics import KS, per_query_metrics  # noqa: E402
 from crase_core.evaluation.report import kind_table, paired_table  # noqa: E402
+from crase_core.evaluation.run_file import is_run, run_rows, write_run  # noqa: E402
 from crase_core.evaluation.split_half import choose_and_test, halves  # noqa: E402
 from crase_core.runtime import RuntimeConfig, build_engine, local_source  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from text_fusion import interpolate, order_by, overall_table, rrf, top_ids  # noqa: E402
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
 RRF_KS = (60.0, 10.0)
@@ -218,19 +217,18 @@ def main() -> None:
             folder = out / bench / method
             run_eval(EvalJob(bench=str(bench_file), out=str(folder), method=method, limit=args.limit),
                      progress=lambda s: print(s, file=sys.stderr, flush=True))
-            rows = read_rows(folder / "per_query.jsonl")
+            rows = run_rows(folder)
             harness[method] = {r["qid"]: r for r in rows}
             runs[method] = [harness[method][q.qid] for q in queries]
         vecs, secs = embed_queries(model, queries)
         all_secs += secs
         fused, ranked_of, mismatches = fused_rows(queries, index, vecs, harness, args.depth, 50)
         for name, rows in fused.items():
-            (out / bench / name).mkdir(parents=True, exist_ok=True)
-            with open(out / bench / name / "per_query.jsonl", "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r) + "\n" for r in rows)
+            write_run(out / bench / name, {"script": "benchmarks/dense_hybrid.py", "bench": bench, "run": name,
+                                           "depth": args.depth}, summarize(rows), rows)
         runs.update(fused)
-        reference = ROOT / "results" / bench / "crase" / "per_query.jsonl"
-        ref_rows = {r["qid"]: r for r in read_rows(reference)}
+        reference = ROOT / "results" / bench / "crase"
+        ref_rows = {r["qid"]: r for r in run_rows(reference)} if is_run(reference) else {}
         has_ref = all(q.qid in ref_rows for q in queries)
         shown: dict[str, list[Row]] = dict(runs)
         if has_ref:

@@ -4,29 +4,33 @@ behind docs/benchmarks.md (numbers by kind with 95% bootstrap intervals, paired 
     .venv/bin/python benchmarks/eval_dev.py [--data benchmarks/data] [--out benchmarks/results]
         [--workers 1] [--dense] [--limit N] [--runs crase,bm25,...] [--benches ...] [--report-only]
 
-Resumable: each (benchmark, run) has its own folder with per_query.jsonl; rerun to continue.
-Writes OUT/<bench>/report.md (+ PNGs): the Recall@K/MAP@K table of every run, the same numbers by query
-kind with intervals, and each ablation against the default (Δ and paired permutation p-value);
-OUT/<bench>/<run>/… per run. ``--report-only`` rebuilds the reports from the finished folders.
+Resumable: each (benchmark, run) has its own folder, OUT/<bench>/<run>/, which ends holding the one run file
+run.json.gz (crase_core.evaluation.run_file: pin, summary, per-query rows; the ranked lists only of the runs in
+RANKED_RUNS, the rest keep the metrics the paired tests compare); rerun to continue. Writes OUT/<bench>/report.md:
+the Recall@K/MAP@K table of every run, the same numbers by query kind with intervals, and each ablation against
+the default (Δ and paired permutation p-value); OUT/dev_numbers.md and OUT/split_half.md. ``--report-only``
+rebuilds the reports from the finished run files.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from crase_core.evaluation.benchmark import load_benchmark
-from crase_core.evaluation.harness import EvalJob, read_rows, run_eval, summarize
+from crase_core.evaluation.harness import EvalJob, run_eval, summarize
 from crase_core.evaluation.metrics import aggregate_rows
 from crase_core.evaluation.report import RunSummary, kind_table, paired_table, write_report
+from crase_core.evaluation.run_file import is_run, run_rows
 from crase_core.evaluation.split_half import choose_and_test, halves
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import ROUND3_DEFAULTS
 
 BENCHES = ("hepth_refs_dev", "hepth_litsearch_dev")
-
+#: the runs whose run files keep each query's ranked list (the default and the text baseline: what
+#: benchmarks/export_hepth.py and benchmarks/tantivy_compare.py compare rankings with)
+RANKED_RUNS = ("crase", "bm25")
 
 
 class Run(NamedTuple):
@@ -318,17 +322,16 @@ def main() -> None:
             run = RUNS[name]
             folder = Path(args.out) / bench / name
             if args.report_only:
-                rows = read_rows(folder / "per_query.jsonl")
+                rows = run_rows(folder) if is_run(folder) else []
                 if not rows:
                     continue
                 summary = summarize(rows)
             else:
                 job = EvalJob(bench=str(bench_file), out=str(folder), method=run.method,
                               settings=settings_of(run.overrides), workers=args.workers, limit=args.limit,
-                              variant=run.variant)
+                              variant=run.variant, rankings=name in RANKED_RUNS)
                 summary = run_eval(job)
-                rows = read_rows(folder / "per_query.jsonl")
-                write_report(folder, [RunSummary(name, summary, str(folder))], title=f"{bench}: {name}")
+                rows = run_rows(folder)
             runs.append(RunSummary(name, summary, str(folder)))
             rows_of[name] = rows
         labelled = [(r.label, rows_of[r.label]) for r in runs]
@@ -354,10 +357,9 @@ def main() -> None:
                     sections.append((f"The default against {ref} (Δ = default − {ref}; paired permutation p-value)",
                                      paired_table((ref, rows_of[ref]), [("crase", rows_of["crase"])], kinds)))
         sections.append(("What each run is", "\n".join(f"- `{n}`: {RUNS[n].what}" for n in rows_of)))
+        # no PNG plots: the explorer's Benchmark page draws the curves from the run files
         write_report(Path(args.out) / bench, runs, title=f"{bench}: Crase, baselines and ablations",
-                     sections=sections)
-        (Path(args.out) / bench / "summary.json").write_text(
-            json.dumps({r.label: {k: v for k, v in r.summary.items() if k != "job"} for r in runs}, indent=2))
+                     sections=sections, plots=False)
         all_rows[bench] = rows_of
         all_kinds.update(kinds)
         blocks.append(dev_numbers(bench, rows_of, kinds))

@@ -34,10 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id, split_authors
 
-from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id, split_authors  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PART = 5000
 PARTITION = "updated_date=2003-12-31"
@@ -183,9 +182,10 @@ def _import(src: Path, dest: Path, fmt: str) -> dict[str, Any]:
 def check(dest: Path, fmt: str, benches: list[str], data: Path) -> dict[str, Any]:
     """Run every dev query on the imported corpus ``dest`` (ids mapped) and compare with the committed rows."""
     from crase_core.evaluation.benchmark import BenchQuery, load_benchmark
-    from crase_core.evaluation.harness import EvalJob, evaluate_query, read_rows
+    from crase_core.evaluation.harness import EvalJob, evaluate_query
+    from crase_core.evaluation.run_file import run_rows
     from crase_core.retrieval import semantic
-    from crase_core.settings.runtime import RuntimeConfig
+    from crase_core.runtime import RuntimeConfig
     from crase_core.sources import local
 
     emb = semantic.load_embeddings(semantic.embeddings_file("hepth", "fca14e40e654ab16"), 29555)
@@ -195,7 +195,7 @@ def check(dest: Path, fmt: str, benches: list[str], data: Path) -> dict[str, Any
     out: dict[str, Any] = {}
     for name in benches:
         bench = BENCHES[name]
-        committed = {r["qid"]: r for r in read_rows(REPO / "benchmarks" / "results" / bench / "crase" / "per_query.jsonl")}
+        committed = {r["qid"]: r for r in run_rows(REPO / "benchmarks" / "results" / bench / "crase")}
         job = EvalJob(bench=str(data / f"{bench}.jsonl"), out="", runtime=runtime)
         same = differ = 0
         first: list[str] = []

@@ -1,7 +1,10 @@
 """Can a reader point at what they see? Edge midpoints and papers of the evidence graph, in headless Chromium.
 
-    python benchmarks/graph_pointing.py [TRACE.json ...] [--window 1440x900] [--views timeline,clusters,focus]
-                                        [--export] [--chromium /usr/bin/chromium]
+    .venv/bin/python -m benchmarks.graph_pointing [TRACE.json ...] [--window 1440x900]
+        [--views timeline,clusters,focus] [--export] [--chromium /usr/bin/chromium]
+
+(from the repository root, as a module: it draws the explorer's own graph component, ``crase_app``, which is
+not an installed package.)
 
 Without traces it runs the four demo queries of the explorer on the embedded hep-th corpus (default settings).
 Each view is the app's graph component (assets/ui/graph_component, given the run view model's records as
@@ -23,18 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+from crase_app.graph_view import component_args
+from crase_core import trace as trace_io
+from crase_core.trace import RunTrace
+from crase_core.views import graph_views as V
 
-from crase_app.graph_view import component_args  # noqa: E402
-from crase_core import trace as trace_io  # noqa: E402
-from crase_core.trace import RunTrace  # noqa: E402
-from crase_core.views import graph_views as V  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 COMPONENT = ROOT / "assets" / "ui" / "graph_component" / "index.html"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

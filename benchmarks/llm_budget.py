@@ -5,7 +5,7 @@
 
 For the first ``--n`` dev questions (hepth_litsearch_dev) and ``--n`` citation queries (hepth_refs_dev,
 leakage-free), runs the default pipeline on the embedded corpus with a deterministic fake model
-(``tests/fake_model.py``: the offline scores shifted per cell by a fixed hash, so it disagrees with the
+(``crase_core/testing/fake_model.py``: the offline scores shifted per cell by a fixed hash, so it disagrees with the
 offline scorer near θ) behind the cascade, at each budget, at the default budget (calls and tokens),
 unlimited, and with no model at all (the offline backend), and reports per budget: model calls, prompt and completion tokens, edges the model decided,
 (``--scorer``: the grouped entailment prompt, the default, or one call per edge; ``--compare edge`` adds the
@@ -22,26 +22,21 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from scipy.stats import kendalltau
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "llm"))
-from fake_group_model import FakeGroupModel  # noqa: E402
-from fake_model import FakeModel, fake_backend  # noqa: E402
-from scipy.stats import kendalltau  # noqa: E402
-
-from crase_core.backends import offline_backend  # noqa: E402
-from crase_core.evaluation.benchmark import load_benchmark, query_filter  # noqa: E402
-from crase_core.pipeline import Engine, run_query  # noqa: E402
-from crase_core.records import Usage  # noqa: E402
-from crase_core.runtime import RuntimeConfig, local_source  # noqa: E402
-from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings  # noqa: E402
-from crase_core.store.termstats import TermStats  # noqa: E402
+from crase_core.backends import offline_backend
+from crase_core.evaluation.benchmark import load_benchmark, query_filter
+from crase_core.pipeline import Engine, run_query
+from crase_core.records import Usage
+from crase_core.runtime import RuntimeConfig, local_source
+from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings
+from crase_core.store.termstats import TermStats
+from crase_core.testing.fake_group_model import FakeGroupModel
+from crase_core.testing.fake_model import FakeModel, fake_backend
 
 LATENCY = (0.03, 4000.0, 60.0)  # fixed s, prompt tokens/s, completion tokens/s per request
 IN_FLIGHT = 8

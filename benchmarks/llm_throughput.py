@@ -1,6 +1,6 @@
 """Throughput of the model client against a fast local fake endpoint (issue 12, item 4).
 
-Starts ``tests/fixtures/llm/fake_openai.py`` in its own process (answers after
+Starts the fake endpoint ``crase_core.testing.fake_openai`` in its own process (answers after
 ``--latency`` seconds, 5 ms by default), then, for each concurrency, runs the real
 client path — ``LLMEntailmentScorer.score_many`` over distinct claim pairs: prompt
 rendering, JSON request, keep-alive HTTP, parsing and validation of the matrix —
@@ -31,13 +31,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-FAKE = ROOT / "tests" / "fixtures" / "llm" / "fake_openai.py"
-sys.path.insert(0, str(ROOT))
+FAKE = "crase_core.testing.fake_openai"  # run as a module: ``python -m crase_core.testing.fake_openai``
 
 
 def start_fake(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, str(FAKE), "--latency", str(args.latency), "--inject-rate", str(args.inject_rate),
+    cmd = [sys.executable, "-m", FAKE, "--latency", str(args.latency), "--inject-rate", str(args.inject_rate),
            "--inject", args.inject, "--retry-after", args.retry_after, "--seed", "0"]
     if args.capacity:
         cmd += ["--capacity", str(args.capacity), "--capacity-retry-after", "0"]
@@ -200,7 +198,7 @@ def main() -> None:
             for c in (int(x) for x in args.concurrency.split(",")):
                 n = max(50, args.items // 10) if c == 1 else args.items
                 out = subprocess.run([sys.executable, __file__, "--child", url, str(c), str(n), str(args.max_retries)],
-                                     capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     capture_output=True, text=True, check=True)
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 rows.append(r)
                 print(f"| {c} | {r['items']} | {r['calls']} | {r['calls_per_s']} | {r['p50_ms']} | {r['p95_ms']} | "

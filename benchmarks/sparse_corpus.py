@@ -26,15 +26,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from crase_core.evaluation import significance
+from crase_core.evaluation.benchmark import load_benchmark
+from crase_core.evaluation.harness import EvalJob, evaluate_query
+from crase_core.runtime import RuntimeConfig
+from crase_core.stages import expansion
+from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id
 
-from crase_core.evaluation import significance  # noqa: E402
-from crase_core.evaluation.benchmark import load_benchmark  # noqa: E402
-from crase_core.evaluation.harness import EvalJob, evaluate_query  # noqa: E402
-from crase_core.runtime import RuntimeConfig  # noqa: E402
-from crase_core.stages import expansion  # noqa: E402
-from crase_core.store.corpus import DEFAULT_CORPUS_DIR, month_from_id  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 RUNS = ("bm25", "off", "text", "hop", "hop+text")
 

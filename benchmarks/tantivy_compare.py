@@ -48,10 +48,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import large_corpus  # the synthetic generator and the fresh-process runner (a sibling of this script)
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import large_corpus  # noqa: E402  (the synthetic generator and the fresh-process runner)
 
 REPO = Path(__file__).resolve().parents[1]
 K = 50
@@ -549,6 +547,7 @@ def _ranked_ids(src: Any, scores: np.ndarray, k: int = K) -> list[str]:
 def dev_rankings(bench: Bench, committed: Path) -> dict[str, Any]:
     """Every dev query ranked by ours, each Tantivy mode and our postings rescored with Tantivy's constants."""
     from crase_core.evaluation.benchmark import leakage_filter, load_benchmark
+    from crase_core.evaluation.run_file import run_rows
     from crase_core.sources.local import LocalSource
 
     data = REPO.parent / "shared" / "data" / "benchmarks"
@@ -557,8 +556,7 @@ def dev_rankings(bench: Bench, committed: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("hepth_refs_dev", "hepth_litsearch_dev"):
         qs = load_benchmark(data / f"{name}.jsonl")
-        saved = {json.loads(x)["qid"]: json.loads(x)["ranked"] for x in
-                 (committed / name / "bm25" / "per_query.jsonl").read_text().splitlines()}
+        saved = {r["qid"]: r["ranked"] for r in run_rows(committed / name / "bm25")}
         runs: dict[str, dict[str, list[str]]] = {m: {} for m in ("ours", *MODES, "ours-k1.2", "ours-k1.2-norms")}
         for q in qs:
             f = leakage_filter(q)

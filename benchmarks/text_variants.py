@@ -47,20 +47,19 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
+from text_fusion import interpolate, order_by, overall_table, top_ids
 
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
-from crase_core.evaluation.harness import EvalJob, read_rows, run_eval
+from crase_core.evaluation.harness import EvalJob, run_eval
 from crase_core.evaluation.metrics import KS, per_query_metrics
 from crase_core.evaluation.report import kind_table, paired_table
+from crase_core.evaluation.run_file import is_run, run_rows
 from crase_core.retrieval.semantic import feedback_fuse
 from crase_core.runtime import RuntimeConfig, build_engine, local_source
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.store import textindex
 from crase_core.store.textindex import TextIndex
 from crase_core.text import STOPWORDS, content_terms, content_words, stem
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from text_fusion import interpolate, order_by, overall_table, top_ids  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 #: the end-to-end runs change round 5's default (semantic feedback off), the default these ideas were measured on
@@ -248,7 +247,7 @@ def pipeline_rows(bench_file: Path, out: Path, table: Mapping[tuple[str, ...], s
             folder = out / (f"crase-{spec}" if method == "crase" else f"bm25-{spec}")
             run_eval(EvalJob(bench=str(bench_file), out=str(folder), method=method, settings=ROUND5_DEFAULT),
                      progress=lambda s: print(s, file=sys.stderr))
-            rows.append(read_rows(folder / "per_query.jsonl"))
+            rows.append(run_rows(folder))
     finally:
         TextIndex.scores, textindex.K1 = original, k1  # type: ignore[method-assign]
     return [r for rs in rows for r in rs]
@@ -307,15 +306,15 @@ def main() -> None:
         kinds.update({q.qid: str(q.extra.get("kind", "")) for q in queries})
         folder = out / bench / "bm25"
         run_eval(EvalJob(bench=str(bench_file), out=str(folder), method="bm25"), progress=lambda s: None)
-        harness = {r["qid"]: r for r in read_rows(folder / "per_query.jsonl")}
+        harness = {r["qid"]: r for r in run_rows(folder)}
         runs: dict[str, list[Row]] = {"bm25": [harness[q.qid] for q in queries]}
         runs.update(text_rows(queries, source.text_index, ids, table, lsa, grid, (0.5, 1.0), (0.1, 0.2, 0.3), args.depth))
         mismatch = sum(r["ranked"] != harness[r["qid"]]["ranked"] for r in runs.pop("bm25 (own)"))
         same_grid = sum(r["ranked"] != harness[r["qid"]]["ranked"] for r in runs["bm25-t2-k1.5-b0.75"])
         all_runs[bench] = runs
         shown = {n: r for n, r in runs.items() if not n.startswith("bm25-t") or n in ("bm25-t2-k0.9-b0.75", "bm25-t1-k0.9-b0.75")}
-        reference = ROOT / "results" / bench / "round5-default" / "per_query.jsonl"
-        ref = {r["qid"]: r for r in read_rows(reference)} if reference.exists() else {}
+        reference = ROOT / "results" / bench / "round5-default"
+        ref = {r["qid"]: r for r in run_rows(reference)} if is_run(reference) else {}
         pipeline: dict[str, list[Row]] = {}
         for spec in [x for x in args.pipeline.split(",") if x]:
             rows = pipeline_rows(bench_file, out / bench, table, spec)

@@ -89,13 +89,8 @@ def fake():
 
 @pytest.fixture()
 def llm():
-    """A fake OpenAI-compatible server (tests/fixtures/llm/fake_openai.py) answering at once; stopped after the test."""
-    import sys
-
-    fixtures = str(Path(__file__).parent / "fixtures" / "llm")
-    if fixtures not in sys.path:
-        sys.path.insert(0, fixtures)
-    from fake_openai import FakeOpenAI
+    """A fake OpenAI-compatible server (crase_core/testing/fake_openai.py) answering at once; stopped after the test."""
+    from crase_core.testing.fake_openai import FakeOpenAI
 
     server = FakeOpenAI(latency=0.0)
     server.start()

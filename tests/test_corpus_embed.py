@@ -54,9 +54,8 @@ def test_embeddings_from_an_endpoint_turn_semantic_feedback_on(capsys, llm, corp
     assert m is not None and (m.model, m.source, m.base_url, m.count) == ("fake-model", "endpoint", llm.base_url, 6)
     assert m.corpus_fingerprint == source.corpus.fingerprint and m.texts_sha256 == texts_digest(source.corpus.papers, None, 6000)
     # the rows are the endpoint's vectors, normalised, in the corpus's order
-    from fake_openai import hashing_vector
-
     from crase_core.store.embedding_files import embed_text
+    from crase_core.testing.fake_openai import hashing_vector
     for i, paper in enumerate(source.corpus.papers):
         v = np.array(hashing_vector(embed_text(paper, 6000), 64))
         assert np.allclose(emb.matrix[i], v / np.linalg.norm(v), atol=2e-3)
@@ -158,9 +157,8 @@ class FakeMiniLM:
         self.texts: list[str] = []
 
     def embed(self, batches):
-        from fake_openai import hashing_vector
-
         from crase_core.store.embedding_files import normalised_f16
+        from crase_core.testing.fake_openai import hashing_vector
         self.texts += [t for b in batches for t in b]
         return [normalised_f16(np.array([hashing_vector(t, 384) for t in b])) for b in batches]
 

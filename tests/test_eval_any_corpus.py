@@ -14,6 +14,7 @@ from crase_core.cli.main import main
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
 from crase_core.evaluation.make_bench import refs_benchmark, visible_reference_counts
+from crase_core.evaluation.run_file import read_run
 from crase_core.sources.local import LocalSource
 from crase_core.store.corpus import UNDATED_MONTH
 
@@ -90,9 +91,10 @@ def test_eval_on_a_corpus_whose_ids_are_not_hep_th_runs_with_no_error(corpus_dir
     main(["bench", "make", str(corpus_dir), "--out", str(bench), "--n", "6", "--min-refs", "3"])
     capsys.readouterr()
     assert main(["eval", str(bench), "--out", str(out), "--corpus", str(corpus_dir)]) == 0
-    rows = [json.loads(x) for x in (out / "per_query.jsonl").read_text().splitlines()]
+    run = read_run(out)
+    rows = run.rows
     assert len(rows) == 6 and not any(r.get("error") for r in rows)
-    assert json.loads((out / "summary.json").read_text())["errors"] == 0
+    assert run.summary["errors"] == 0
     assert sum(r["hits@50"] for r in rows) > 0
     # the filter hid each query's paper and everything dated after it
     source = LocalSource.open(corpus_dir)
@@ -124,9 +126,9 @@ def test_a_query_the_filter_cannot_date_is_an_error_and_eval_exits_non_zero(corp
     assert main(["eval", str(bench), "--out", str(out), "--corpus", str(corpus_dir)]) == 3
     err = capsys.readouterr().err
     assert "2 of 3 queries errored (first: undated: query undated: the date of paper 'undated1' is not known" in err
-    rows = {r["qid"]: r for r in map(json.loads, (out / "per_query.jsonl").read_text().splitlines())}
+    rows = {r["qid"]: r for r in read_run(out).rows}
     assert not rows["ok"].get("error") and rows["undated"]["ranked"] == [] and "not known" in rows["missing"]["error"]
-    assert json.loads((out / "summary.json").read_text())["errors"] == 2
+    assert read_run(out).summary["errors"] == 2
 
 
 def test_dropping_paper_id_from_a_refs_query_does_not_turn_the_filter_off(corpus_dir, tmp_path, capsys):

@@ -1,11 +1,12 @@
-"""The Benchmark page: what the numbers are, read from each run's summary.json (never from report.md)."""
+"""The Benchmark page: what the numbers are, read from the summary in each run's file (never from report.md)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+
+from crase_core.evaluation import run_file
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,13 +24,11 @@ def _run(monkeypatch, folder: Path):
 
 
 def write_run(folder: Path, recall: float, method: str = "crase", **settings) -> None:
-    """A run folder as ``crase eval`` leaves it: summary.json and per_query.jsonl."""
-    folder.mkdir(parents=True)
+    """A run folder as ``crase eval`` leaves it: its run file."""
     summary = {f"{m}@{k}": recall for m in ("recall", "map") for k in (5, 10, 20, 30, 40, 50)}
     summary.update(queries=3, median_wall_s=0.25, job={"method": method, "bench": "b.jsonl",
                                                         "settings": {"k": 50, "beta": 0.5, **settings}})
-    (folder / "summary.json").write_text(json.dumps(summary))
-    (folder / "per_query.jsonl").write_text(json.dumps({"qid": "q1"}) + "\n")
+    run_file.write_run(folder, {"method": method}, summary, [{"qid": "q1"}])
 
 
 def test_a_users_comparison_from_its_run_summaries(tmp_path, monkeypatch):
@@ -59,8 +58,8 @@ def test_page_without_user_results_shows_the_projects(tmp_path, monkeypatch):
     at = _run(monkeypatch, tmp_path)
     assert at.selectbox(key="bench_report").value == "Retrieval comparison — hepth_litsearch_dev (project results)"
     assert not at.info
-    # the project's default, as committed: its summary.json, to the digit
-    summary = json.loads((ROOT / "benchmarks/results/hepth_litsearch_dev/crase/summary.json").read_text())
+    # the project's default, as committed: the summary in its run file, to the digit
+    summary = run_file.read_run(ROOT / "benchmarks/results/hepth_litsearch_dev/crase").summary
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["default · Recall@5"] == f"{summary['recall@5']:.3f}"
     assert metrics["default · MAP@50"] == f"{summary['map@50']:.3f}"

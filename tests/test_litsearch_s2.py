@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent / "faults"))
 from cli_tools import crase  # noqa: E402
 
 from crase_core.evaluation.benchmark import load_benchmark  # noqa: E402
+from crase_core.evaluation.run_file import read_run  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "litsearch"
 
@@ -49,7 +50,8 @@ def test_crase_eval_runs_litsearch_questions_against_semantic_scholar(capsys, fa
         r = crase(capsys, "eval", bench, "--out", out, "--method", method, "--source", "s2", "--s2-base-url",
                   fake.base_url, "--s2-rate", "0", "--s2-cache-dir", tmp_path / "s2")
         assert r.code == 0, r.err
-        rows = {row["qid"]: row for row in map(json.loads, (out / "per_query.jsonl").read_text().splitlines())}
+        run = read_run(out)
+        rows = {row["qid"]: row for row in run.rows}
         assert set(rows) == set(picked) and not any(row.get("error") for row in rows.values())
         for qid, row in rows.items():
             gold = picked[qid].relevant
@@ -60,7 +62,7 @@ def test_crase_eval_runs_litsearch_questions_against_semantic_scholar(capsys, fa
                 assert cid == (f"CorpusId:{want}" if want else sid)
             hit = serve[qid] in row["source_ids"][:50]
             assert row["hits@50"] == sum(g in row["ranked"][:50] for g in gold) == int(hit)
-        summary = json.loads((out / "summary.json").read_text())
+        summary = run.summary
         assert summary["queries"] == 3 and summary["errors"] == 0
         total = sum(len(picked[q].relevant) for q in picked)
         assert summary["recall@50"] == sum(r["hits@50"] for r in rows.values()) / total

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from fake_model import fake_backend
 from model_server import ModelServer
 
 from crase_core import trace as trace_io
@@ -21,6 +20,7 @@ from crase_core.records import Claim, EdgeRecord
 from crase_core.settings.pipeline import DEFAULT_LLM_BUDGET, DEFAULT_LLM_TOKEN_BUDGET, PipelineSettings
 from crase_core.stages.cascade import decision_margin
 from crase_core.store.termstats import TermStats
+from crase_core.testing.fake_model import fake_backend
 
 NOW = dt.datetime(2001, 6, 1, tzinfo=dt.UTC)
 QUERY = "black hole microstates anti-de Sitter"

@@ -11,21 +11,19 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "llm"))
-from fake_openai import FakeOpenAI  # noqa: E402
-
-from crase_core.backends import offline_backend  # noqa: E402
-from crase_core.cache import ResultCache  # noqa: E402
-from crase_core.component_cache import ComponentCache  # noqa: E402
-from crase_core.llm import LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMSettings, openai_backend  # noqa: E402
-from crase_core.llm.components import group_pairs, split_usage  # noqa: E402
-from crase_core.llm.parse import OutputError, parse_group  # noqa: E402
-from crase_core.llm.prompts import load_prompt  # noqa: E402
-from crase_core.llm.spend import SpendMeter  # noqa: E402
-from crase_core.records import Claim, ClaimSet, Usage  # noqa: E402
-from crase_core.resources import prompts_dir  # noqa: E402
-from crase_core.runs import content_id, outcome_key  # noqa: E402
-from crase_core.settings.config import add_arguments, settings_from_args  # noqa: E402
+from crase_core.backends import offline_backend
+from crase_core.cache import ResultCache
+from crase_core.component_cache import ComponentCache
+from crase_core.llm import LLMEntailmentScorer, LLMGroupEntailmentScorer, LLMSettings, openai_backend
+from crase_core.llm.components import group_pairs, split_usage
+from crase_core.llm.parse import OutputError, parse_group
+from crase_core.llm.prompts import load_prompt
+from crase_core.llm.spend import SpendMeter
+from crase_core.records import Claim, ClaimSet, Usage
+from crase_core.resources import prompts_dir
+from crase_core.runs import content_id, outcome_key
+from crase_core.settings.config import add_arguments, settings_from_args
+from crase_core.testing.fake_openai import FakeOpenAI
 
 A = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "x"),
      Claim("c2", "EMPIRICAL", "The lattice spectrum matches the prediction.", "y")]
@@ -180,13 +178,11 @@ def test_a_group_is_cut_before_it_outgrows_a_small_context():
 def _run(tiny_source, grouped: bool, calls: int):  # type: ignore[no-untyped-def]
     import datetime as dt
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from fake_group_model import FakeGroupModel
-    from fake_model import FakeModel, fake_backend
-
     from crase_core.pipeline import Engine, run_query
     from crase_core.settings.pipeline import PipelineSettings
     from crase_core.store.termstats import TermStats
+    from crase_core.testing.fake_group_model import FakeGroupModel
+    from crase_core.testing.fake_model import FakeModel, fake_backend
 
     stats = TermStats.from_index(tiny_source.text_index)
     backend, _ = fake_backend(stats)
@@ -258,13 +254,11 @@ def test_a_rerun_of_a_limited_query_asks_nothing_and_gives_the_same_answer(tiny_
     buying the next edges; a larger budget buys more."""
     import datetime as dt
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from fake_group_model import FakeGroupModel
-    from fake_model import fake_backend
-
     from crase_core.pipeline import Engine, run_query
     from crase_core.settings.pipeline import PipelineSettings
     from crase_core.store.termstats import TermStats
+    from crase_core.testing.fake_group_model import FakeGroupModel
+    from crase_core.testing.fake_model import fake_backend
 
     stats = TermStats.from_index(tiny_source.text_index)
     backend, _ = fake_backend(stats)

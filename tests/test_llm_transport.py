@@ -269,8 +269,6 @@ def test_tls_checks_the_certificate_and_then_works(tmp_path):
     import shutil
     import ssl
     import subprocess
-    import sys
-    from pathlib import Path
 
     if shutil.which("openssl") is None:
         pytest.skip("openssl not installed")
@@ -280,8 +278,7 @@ def test_tls_checks_the_certificate_and_then_works(tmp_path):
                    check=True, capture_output=True)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(str(cert), str(key))
-    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "llm"))
-    from fake_openai import FakeOpenAI
+    from crase_core.testing.fake_openai import FakeOpenAI
 
     with FakeOpenAI(latency=0.0, tls=server_ctx) as fake:
         assert fake.base_url.startswith("https://127.0.0.1:")

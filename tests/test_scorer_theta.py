@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_model import fake_backend
 
 from crase_core import trace as trace_io
 from crase_core.backends import offline_backend
@@ -25,6 +24,7 @@ from crase_core.settings.pipeline import PRESETS, PipelineSettings
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import edge_theta, prune_graph
 from crase_core.store.termstats import TermStats
+from crase_core.testing.fake_model import fake_backend
 from crase_core.trace import ROUND3_DEFAULTS
 from crase_core.views.html_export import export_data
 

@@ -2,9 +2,10 @@
 
 ``add_eval_parser(subparsers)`` registers the subcommand on the main ``crase``
 parser. Contract: ``crase eval BENCH.jsonl --out DIR [--method M] [pipeline
-options]`` writes ``DIR/summary.json``, ``DIR/per_query.jsonl`` and
-``DIR/report.md`` (+ PNG plots). ``--ablation NAME`` runs every variant of the
-family into ``DIR/<variant>/`` and writes one comparison report in ``DIR``. When any query errored (its
+options]`` writes the run file ``DIR/run.json.gz`` (the pin, the summary and the
+per-query rows: :mod:`.run_file`) and ``DIR/report.md`` (+ PNG plots). ``--ablation
+NAME`` runs every variant of the family into ``DIR/<variant>/`` and writes one
+comparison report (and ``ablation.json``: label → summary) in ``DIR``. When any query errored (its
 row holds the error; e.g. a query paper the leakage filter cannot date) the command says so on stderr and
 exits with status 3.
 """
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from crase_core.errors import InputError
-from crase_core.evaluation.harness import CORRUPTIONS, EvalJob, read_rows, run_eval
+from crase_core.evaluation.harness import CORRUPTIONS, EvalJob, run_eval
 from crase_core.evaluation.methods import METHODS
 from crase_core.evaluation.report import RunSummary, write_report
+from crase_core.evaluation.run_file import run_rows
 from crase_core.machine import check_workers
 from crase_core.ranking.rankers import ranker_names
 from crase_core.settings.config import add_arguments, settings_from_args
@@ -114,7 +116,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(f"report: {path}")
     failed = [(r, s) for r in runs if (s := r.summary).get("errors")]
     for r, s in failed:
-        first = next((row for row in read_rows(Path(r.folder) / "per_query.jsonl") if row.get("error")), None)
+        first = next((row for row in run_rows(r.folder) if row.get("error")), None)
         example = f" (first: {printable(first['qid'])}: {printable(first['error'])[:300]})" if first else ""
         print(f"crase eval: {r.label}: {s['errors']} of {s['queries']} queries errored{example}; they count as "
               f"misses in the numbers above. Fix the cause, then rerun with --retry-errors", file=sys.stderr)

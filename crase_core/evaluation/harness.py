@@ -1,17 +1,17 @@
 """The evaluation harness: run one method over a benchmark, resumably, and summarise.
 
-Contract (``crase eval``): ``DIR/per_query.jsonl`` gets one JSON row per
-finished query, appended and flushed as it finishes (a crash or Ctrl-C loses
-nothing; a rerun skips the qids already there); ``DIR/summary.json`` holds
-``recall@k``/``map@k`` for k in 5…50, ``queries``, medians of |V|, |E|,
-model calls and wall time; ``DIR/config.json`` pins everything that changes
-the numbers (:meth:`EvalJob.fingerprint`: benchmark, method, resolved pipeline
-settings, source and corpus fingerprint, backend with its model, endpoint and
-prompt versions, the source filter protocol), so a rerun into the same DIR
-with anything else different is refused, naming what differs, instead of
-mixing results; ``--fresh`` starts over. One eval at a time writes a DIR (an
-exclusive lock on ``DIR/.lock``); a second is refused at once. A benchmark
-line that cannot be run (:attr:`BenchQuery.problem`) gets an error row.
+Contract (``crase eval``): a run's folder ``DIR`` ends holding one file, ``DIR/run.json.gz``
+(:mod:`.run_file`): the pin, the summary and one row per query. The pin is everything that changes the
+numbers (:meth:`EvalJob.fingerprint`: benchmark, method, resolved pipeline settings, source and corpus
+fingerprint, backend with its model, endpoint and prompt versions, the source filter protocol), so a rerun
+into the same DIR with anything else different is refused, naming what differs, instead of mixing results;
+``--fresh`` starts over. The summary holds ``recall@k``/``map@k`` for k in 5…50, ``queries``, medians of
+|V|, |E|, model calls and wall time. While the run goes, each finished query's row is appended and flushed
+to ``DIR/journal.jsonl`` (its first line the pin), so a crash or Ctrl-C loses nothing and a rerun skips the
+qids already done; the journal is folded into the run file when the run ends (or is interrupted). A folder
+of the older form (``config.json``, ``summary.json``, ``per_query.jsonl``) is resumed the same way and ends
+as the one file. One eval at a time writes a DIR (an exclusive lock on the folder itself); a second is
+refused at once. A benchmark line that cannot be run (:attr:`BenchQuery.problem`) gets an error row.
 
 Each query runs against ``build_engine(config, source_filter=…)``: for a query
 taken from paper P the filter hides P and every paper after P's month. With
@@ -35,13 +35,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crase_core import atomic
 from crase_core.cache import stable_hash
 from crase_core.errors import CraseError, InputError
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
 from crase_core.evaluation.gold import in_gold_space
 from crase_core.evaluation.methods import METHODS, run_method
 from crase_core.evaluation.metrics import KS, aggregate_rows, per_query_metrics
+from crase_core.evaluation.run_file import (
+    LEGACY_FILES,
+    RUN_FILE,
+    RunFileError,
+    legacy_rows,
+    read_run,
+    write_run,
+)
 from crase_core.paper_source import PaperSource
 from crase_core.pipeline import Engine
 from crase_core.runtime import SOURCE_FACTORIES, RuntimeConfig, build_engine, local_source
@@ -49,7 +56,9 @@ from crase_core.settings.llm import redact_url
 from crase_core.settings.pipeline import PipelineSettings
 
 CORRUPTIONS = ("lexical", "random")
-#: version of what config.json pins (a folder pinned by an older Crase must be started --fresh).
+#: the journal of a run in progress (first line: the pin; then one row per finished query)
+JOURNAL = "journal.jsonl"
+#: version of what a run pins (a folder pinned by an older Crase must be started --fresh).
 PIN_VERSION = 2
 #: how the harness hides papers from each query (part of the pin: changing it changes every number).
 SOURCE_FILTER = "per query with a paper_id: hide that paper and every paper of a later month"
@@ -70,6 +79,7 @@ class EvalJob:
     limit: int | None = None
     retry_errors: bool = False
     variant: str | None = None  # an evaluation-only stage replacement (crase_core.evaluation.variants)
+    rankings: bool = True  # the run file keeps each query's ranked list (False: metrics and costs only)
 
     def fingerprint(self, queries: list[BenchQuery], engine: Engine | None = None) -> dict[str, Any]:
         """Everything that changes the numbers; ``engine`` (built from ``runtime``) adds the source's
@@ -164,18 +174,14 @@ def _work(q: BenchQuery) -> dict[str, Any]:
 
 
 # ---- files ----------------------------------------------------------------------------------------------
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of a per_query.jsonl; a torn last line (crash mid-write) is ignored."""
-    rows: list[dict[str, Any]] = []
-    if not path.is_file():
-        return rows
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+def _journal_pin(path: Path) -> Any:
+    """The pin on a journal's first line; None when there is no journal or no readable first line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = json.loads(f.readline())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    return head["pin"] if isinstance(head, dict) and "pin" in head else None
 
 
 def _drop_torn_tail(path: Path) -> None:
@@ -193,7 +199,7 @@ def _median(values: Iterable[float | int | None]) -> float | None:
 
 
 def summarize(rows: list[dict[str, Any]], job_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """summary.json: the contract keys plus medians and error count."""
+    """A run's summary: the contract keys plus medians and error count (``job_info`` as its ``job``)."""
     summary: dict[str, Any] = dict(aggregate_rows(rows, KS))
     summary["queries"] = len(rows)
     for key in ("n_nodes", "n_edges", "n_kept_nodes", "n_kept_edges", "model_calls", "entailment_calls",
@@ -227,30 +233,55 @@ def differences(old: Any, new: Any, path: str = "") -> list[str]:
     return [] if old == new else [f"{path or 'pin'}: {_short(old)} → {_short(new)}"]
 
 
-def _check_config(out: Path, fp: dict[str, Any]) -> None:
-    cfg = out / "config.json"
-    new = json.loads(json.dumps(fp))
-    if cfg.is_file():
-        try:
-            old = json.loads(cfg.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            old = None
-        if old != new:
-            if not isinstance(old, dict):
-                what = "config.json is unreadable"
-            elif old.get("pin") != PIN_VERSION:
-                what = "it was pinned by an older Crase that did not record everything that changes results"
-            else:
-                diff = differences(old, new)
-                what = "differs in " + "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
-            raise InputError(f"{out} holds results of a different configuration ({what}); use another --out "
-                             "folder or pass --fresh to start over")
+def _check_pin(out: Path, where: str, old: Any, new: dict[str, Any]) -> None:
+    """Refuse to add to ``out`` when the pin ``old`` (read from its file ``where``) differs from ``new``."""
+    if old == new:
+        return
+    if not isinstance(old, dict):
+        what = f"{where} is unreadable"
+    elif old.get("pin") != PIN_VERSION:
+        what = "it was pinned by an older Crase that did not record everything that changes results"
     else:
-        atomic.write_text(cfg, json.dumps(new, indent=2, sort_keys=True))
+        diff = differences(old, new)
+        what = "differs in " + "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
+    raise InputError(f"{out} holds results of a different configuration ({what}); use another --out "
+                     "folder or pass --fresh to start over")
+
+
+_UNREADABLE = object()
+
+
+def _resume(out: Path, pin: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The rows ``out`` already holds, by qid — from its run file (or a folder of the older form), then the
+    journal an interrupted run left — each checked to be of the pin ``pin``."""
+    rows: dict[str, dict[str, Any]] = {}
+    pins: list[tuple[str, Any]] = []
+    if (out / RUN_FILE).exists():
+        try:
+            run = read_run(out / RUN_FILE)
+        except RunFileError:
+            pins.append((RUN_FILE, _UNREADABLE))
+        else:
+            pins.append((RUN_FILE, run.config))
+            rows.update((str(r["qid"]), r) for r in run.rows)
+    elif (out / "config.json").exists():  # the older form
+        try:
+            old = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            old = _UNREADABLE
+        pins.append(("config.json", old))
+        rows.update((str(r["qid"]), r) for r in legacy_rows(out / "per_query.jsonl"))
+    journal_pin = _journal_pin(out / JOURNAL)
+    if journal_pin is not None:  # an interrupted run's rows (a torn last line is skipped)
+        pins.append((JOURNAL, journal_pin))
+        rows.update((str(r["qid"]), r) for r in legacy_rows(out / JOURNAL))
+    for where, old in pins:
+        _check_pin(out, where, old, pin)
+    return rows
 
 
 def _json_line(row: dict[str, Any]) -> str:
-    """One per_query.jsonl line (UTF-8 safe: text that is not valid Unicode is written escaped)."""
+    """One journal line (UTF-8 safe: text that is not valid Unicode is written escaped)."""
     line = json.dumps(row, ensure_ascii=False)
     try:
         line.encode("utf-8")
@@ -261,13 +292,17 @@ def _json_line(row: dict[str, Any]) -> str:
 
 @contextlib.contextmanager
 def _exclusive(out: Path) -> Any:
-    """Hold ``out/.lock`` for the run; another eval writing ``out`` is refused with an InputError."""
+    """Hold a lock on the folder ``out`` itself for the run; another eval writing ``out`` is refused with an
+    InputError."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
         yield
         return
-    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise InputError(f"cannot open the --out folder {out}: {e.strerror or e}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -280,7 +315,7 @@ def _exclusive(out: Path) -> Any:
 
 
 def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) ``job``; return the summary (also written to ``out/summary.json``)."""
+    """Run (or resume) ``job``; return the summary (also in ``out/run.json.gz`` with the pin and the rows)."""
     if job.method not in METHODS:
         raise InputError(f"unknown method {job.method!r}; choose one of {', '.join(METHODS)}")
     if job.age_reference not in ("current", "query"):
@@ -301,19 +336,14 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
 
 def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
                 progress: Callable[[str], None] | None) -> dict[str, Any]:
-    per_query = out / "per_query.jsonl"
+    journal = out / JOURNAL
     if fresh:
-        for name in ("per_query.jsonl", "config.json", "summary.json"):
+        for name in (RUN_FILE, JOURNAL, *LEGACY_FILES):
             (out / name).unlink(missing_ok=True)
-    fp = job.fingerprint(queries, build_engine(job.runtime))
-    _check_config(out, fp)
-    _drop_torn_tail(per_query)
-    done_rows = {r["qid"]: r for r in read_rows(per_query)}
+    fp = json.loads(json.dumps(job.fingerprint(queries, build_engine(job.runtime))))
+    done_rows = _resume(out, fp)
     if job.retry_errors:
         done_rows = {k: r for k, r in done_rows.items() if not r.get("error")}
-        with open(per_query, "w", encoding="utf-8") as f:  # rewrite without the failed rows
-            for r in done_rows.values():
-                f.write(_json_line(r))
     todo = [q for q in queries if q.qid not in done_rows]
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     say(f"{job.method}: {len(queries)} queries, {len(queries) - len(todo)} already done, {len(todo)} to run")
@@ -325,7 +355,10 @@ def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
     t_start = time.perf_counter()
     workers = max(1, min(job.workers, len(todo)))
     interrupted = False
-    with open(per_query, "a", encoding="utf-8") as f:
+    if _journal_pin(journal) is None:  # a new journal (or one whose first line never got written)
+        journal.write_text(_json_line({"pin": fp}), encoding="utf-8")
+    _drop_torn_tail(journal)
+    with open(journal, "a", encoding="utf-8") as f:
         def record(row: dict[str, Any], i: int) -> None:
             f.write(_json_line(row))
             f.flush()
@@ -358,8 +391,10 @@ def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
     summary = summarize(rows, {"method": job.method, "bench": os.path.basename(job.bench),
                                "age_reference": job.age_reference, "corrupt_seeds": job.corrupt_seeds,
                                "settings": asdict(job.settings), "complete": len(rows) == len(queries)})
-    atomic.write_text(out / "summary.json", json.dumps(summary, indent=2))
+    path = write_run(out, fp, summary, rows, rankings=job.rankings)
+    for name in (JOURNAL, *LEGACY_FILES):  # folded into the run file (a folder of the older form too)
+        (out / name).unlink(missing_ok=True)
     if interrupted:
-        say(f"interrupted: {len(rows)} of {len(queries)} queries saved in {per_query}; rerun the same command to resume")
+        say(f"interrupted: {len(rows)} of {len(queries)} queries saved in {path}; rerun the same command to resume")
         raise KeyboardInterrupt
     return summary

@@ -44,7 +44,7 @@ def average_precision(ranked: Sequence[str], relevant: Collection[str], k: int) 
 
 
 def per_query_metrics(ranked: Sequence[str], relevant: Collection[str], ks: Iterable[int] = KS) -> dict[str, float]:
-    """hits@k and ap@k of one query (the per-query rows of ``per_query.jsonl``)."""
+    """hits@k and ap@k of one query (in the per-query rows of a run file)."""
     out: dict[str, float] = {}
     for k in ks:
         out[f"hits@{k}"] = recall_hits(ranked, relevant, k)

@@ -1,20 +1,21 @@
 """Markdown report with PNG plots for one or several evaluation runs (same benchmark).
 
-``write_report(folder, runs)`` writes ``folder/report.md``, ``recall_at_k.png``
-(Recall@K curve per run), ``map_at_k.png`` and ``hub_degree.png`` (mean
-in-corpus citation count of each run's top 10 / top 50: how much a ranking
-favours hubs). Labels and numbers only; no paper text is rendered.
+``write_report(folder, runs)`` writes ``folder/report.md`` and, unless
+``plots=False``, ``recall_at_k.png`` (Recall@K curve per run), ``map_at_k.png``
+and ``hub_degree.png`` (mean in-corpus citation count of each run's top 10 /
+top 50: how much a ranking favours hubs). Labels and numbers only; no paper
+text is rendered.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from crase_core.evaluation.metrics import KS
+from crase_core.evaluation.run_file import read_run
 from crase_core.evaluation.significance import bootstrap_interval, paired_permutation_test
 
 Row = dict[str, Any]
@@ -24,7 +25,7 @@ KIND_METRICS: tuple[str, ...] = ("recall@5", "recall@20", "recall@50", "map@50")
 
 @dataclass
 class RunSummary:
-    """One row of a comparison: a label, its summary.json content and the folder it came from."""
+    """One row of a comparison: a label, its run's summary and the folder it came from."""
 
     label: str
     summary: dict[str, Any]
@@ -32,8 +33,8 @@ class RunSummary:
 
 
 def load_run(folder: str | Path, label: str | None = None) -> RunSummary:
-    path = Path(folder) / "summary.json"
-    summary = json.loads(path.read_text(encoding="utf-8"))
+    """The summary of the run folder ``folder`` (its run file's), labelled ``label`` or by its method."""
+    summary = read_run(folder).summary
     return RunSummary(label or summary.get("job", {}).get("method") or Path(folder).name, summary, str(folder))
 
 
@@ -120,14 +121,14 @@ def _plots(folder: Path, runs: Sequence[RunSummary], ks: Sequence[int]) -> list[
 
 def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "Crase evaluation",
                  notes: Sequence[str] = (), ks: Sequence[int] = KS,
-                 sections: Sequence[tuple[str, str]] = ()) -> Path:
-    """Write report.md and the PNG plots into ``folder``; return the report path.
+                 sections: Sequence[tuple[str, str]] = (), plots: bool = True) -> Path:
+    """Write report.md and (``plots``) the PNG plots into ``folder``; return the report path.
 
     ``sections``: extra (heading, markdown) pairs placed before the plots (e.g. :func:`kind_table`).
     """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    images = _plots(out, runs, ks)
+    images = _plots(out, runs, ks) if plots else []
     bench = {r.summary.get("job", {}).get("bench", "") for r in runs} - {""}
     parts = [f"# {_md_escape(title)}", ""]
     if bench:
@@ -141,7 +142,8 @@ def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "C
         parts.append("")
     for heading, body in sections:
         parts += [f"## {_md_escape(heading)}", "", body, ""]
-    parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
+    if images:
+        parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path

@@ -239,11 +239,19 @@ def _bench(env_eval: Path) -> AppTest:
 
 
 def _summary_run(folder: Path, name: str = "crase", recall: float = 0.5) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    from crase_core.evaluation.run_file import write_run
+
     summary = {f"{m}@{k}": recall for m in ("recall", "map") for k in (5, 10, 20, 30, 40, 50)}
     summary.update(queries=3, job={"method": name, "bench": "b.jsonl", "settings": {}})
-    (folder / "summary.json").write_text(json.dumps(summary))
-    (folder / "per_query.jsonl").write_text('{"qid": "q1"}\n')
+    write_run(folder, {"method": name}, summary, [{"qid": "q1"}])
+
+
+def _gz_doc(summary_json: str) -> bytes:
+    """A run file whose summary is the JSON text ``summary_json`` (valid or not)."""
+    import gzip
+
+    return gzip.compress(('{"format": "crase-eval-run", "version": 1, "config": {}, "rows": [], "summary": '
+                          + summary_json + "}").encode())
 
 
 @pytest.mark.fault_kind("app-benchmark-path")
@@ -273,20 +281,24 @@ def test_benchmark_page_reads_only_the_allowed_roots(app_env, tmp_path):
 
 @pytest.mark.fault_kind("app-benchmark-broken-summary")
 def test_benchmark_page_survives_broken_summaries(app_env, tmp_path):
+    import gzip
+
     ev = tmp_path / "eval" / "bench"
     _summary_run(ev / "crase")
-    for name, text in (("broken", "{not json"), ("nan", '{"recall@5": NaN}'), ("deep", "[" * 100_000),
-                       ("strings", '{"recall@5": "0.9", "queries": "x"}'), ("list", "[1, 2]")):
+    files = {name: _gz_doc(text) for name, text in (
+        ("broken", "{not json"), ("nan", '{"recall@5": NaN}'), ("deep", "[" * 100_000),
+        ("strings", '{"recall@5": "0.9", "queries": "x"}'), ("list", "[1, 2]"))}
+    files["not-gzip"] = b'{"recall@5": 0.9}'
+    files["cut-short"] = _gz_doc('{"recall@5": 0.9}')[:-12]
+    files["other-format"] = gzip.compress(b'{"format": "something-else", "summary": {"recall@5": 0.9}}')
+    files["huge"] = b"\x1f\x8b" + b" " * (9 << 20)  # over the size limit as stored
+    files["bomb"] = gzip.compress(b'{"format": "crase-eval-run", "version": 1, "pad": "' + b" " * (65 << 20) + b'"}')
+    for name, data in files.items():
         (ev / name).mkdir()
-        (ev / name / "summary.json").write_text(text)
-        (ev / name / "per_query.jsonl").write_text("")
-    (ev / "huge").mkdir()
-    (ev / "huge" / "summary.json").write_bytes(b" " * (3 << 20) + b"{}")
-    (ev / "huge" / "per_query.jsonl").write_text("")
+        (ev / name / "run.json.gz").write_bytes(data)
     if hasattr(os, "mkfifo"):
         (ev / "fifo").mkdir()
-        os.mkfifo(ev / "fifo" / "summary.json")
-        (ev / "fifo" / "per_query.jsonl").write_text("")
+        os.mkfifo(ev / "fifo" / "run.json.gz")
     at = _bench(tmp_path / "eval")
     label = "Retrieval comparison — bench (your eval folder)"
     at.selectbox(key="bench_report").select(label).run()

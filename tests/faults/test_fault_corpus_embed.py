@@ -21,10 +21,8 @@ import pytest
 from cli_tools import QUERY, Result, crase
 from fault_tools import cli_env
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
-from fake_openai import FakeOpenAI  # noqa: E402
-
-from crase_core.retrieval.semantic import folder_embeddings_file  # noqa: E402
+from crase_core.retrieval.semantic import folder_embeddings_file
+from crase_core.testing.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,6 +13,7 @@ import pytest
 from cli_tools import crase, one_error
 
 from crase_core import machine
+from crase_core.evaluation.run_file import read_run, run_rows
 
 LINES = [
     {"qid": "q1", "query": "black hole entropy", "relevant": ["9801001"], "paper_id": "0001001"},
@@ -32,7 +33,7 @@ def _eval(capsys, bench: Path, out: Path, corpus: Path, *more: str | Path):
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(ln) for ln in (out / "per_query.jsonl").read_text(encoding="utf-8").splitlines()]
+    return run_rows(out)
 
 
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every model call fails fast
@@ -45,7 +46,7 @@ def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path,
               "--max-retries", "0")
     assert a.code == 3, a.err  # every query errored: said, and the exit status says so
     assert "2 of 2 queries errored" in a.err
-    rows = (out / "per_query.jsonl").read_text(encoding="utf-8")
+    saved = (out / "run.json.gz").read_bytes()
     assert all("cannot reach the model endpoint" in r["error"] for r in _rows(out))
     b = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-B",
               "--max-retries", "0")
@@ -54,10 +55,10 @@ def test_resume_with_another_model_is_refused_naming_the_model(capsys, tmp_path,
                           '"openai:model-A@claims-')
     assert 'llm.model: "model-A" → "model-B"' in msg
     assert msg.endswith("use another --out folder or pass --fresh to start over")
-    assert (out / "per_query.jsonl").read_text(encoding="utf-8") == rows  # nothing added under A's pin
+    assert (out / "run.json.gz").read_bytes() == saved and not (out / "journal.jsonl").exists()  # nothing added
     fresh = _eval(capsys, bench, out, tiny_corpus_dir, "--backend", "openai", "--base-url", DEAD, "--model", "model-B",
                   "--max-retries", "0", "--fresh")
-    assert fresh.code == 3 and json.loads((out / "config.json").read_text())["llm"]["model"] == "model-B"
+    assert fresh.code == 3 and read_run(out).config["llm"]["model"] == "model-B"
 
 
 @pytest.mark.fault_kind("eval-resume-other-endpoint")
@@ -66,7 +67,7 @@ def test_resume_with_another_endpoint_names_it_without_credentials(capsys, tmp_p
     base = ["--backend", "openai", "--model", "m", "--max-retries", "0"]
     assert _eval(capsys, bench, out, tiny_corpus_dir, *base, "--base-url",
                  "http://user:pw-SECRET@127.0.0.1:9/v1").code == 3
-    assert "pw-SECRET" not in (out / "config.json").read_text()
+    assert "pw-SECRET" not in json.dumps(read_run(out).config)
     msg = one_error(_eval(capsys, bench, out, tiny_corpus_dir, *base, "--base-url", "http://127.0.0.1:7/v1"))
     assert 'llm.endpoint: "http://127.0.0.1:9/v1" → "http://127.0.0.1:7/v1"' in msg and "pw-SECRET" not in msg
 
@@ -98,20 +99,32 @@ def test_resume_on_a_changed_corpus_names_the_corpus(capsys, tmp_path, tiny_corp
     assert "source.corpus: " in msg and "source.name: " in msg
 
 
-@pytest.mark.parametrize("content, what", [
-    ('{"bench": "bench.jsonl", "method": "crase"}',
+def _gz_run(config: object) -> bytes:
+    import gzip
+
+    return gzip.compress(json.dumps({"format": "crase-eval-run", "version": 1, "config": config, "summary": {},
+                                     "rows": []}).encode())
+
+
+@pytest.mark.parametrize("name, content, what", [
+    ("config.json", b'{"bench": "bench.jsonl", "method": "crase"}',
      "it was pinned by an older Crase that did not record everything that changes results"),
-    ("\x00garbage", "config.json is unreadable"),
-], ids=["older-pin", "unreadable-pin"])
+    ("config.json", b"\x00garbage", "config.json is unreadable"),
+    ("run.json.gz", _gz_run({"bench": "bench.jsonl", "method": "crase"}),
+     "it was pinned by an older Crase that did not record everything that changes results"),
+    ("run.json.gz", b"\x1f\x8b\x08garbage", "run.json.gz is unreadable"),
+    ("journal.jsonl", b'{"pin": {"bench": "bench.jsonl"}}\n',
+     "it was pinned by an older Crase that did not record everything that changes results"),
+], ids=["older-pin", "unreadable-pin", "older-run-file", "damaged-run-file", "older-journal"])
 @pytest.mark.fault_kind("eval-old-or-damaged-pin")
-def test_folder_with_an_old_or_damaged_pin(capsys, tmp_path, tiny_corpus_dir, content, what):
+def test_folder_with_an_old_or_damaged_pin(capsys, tmp_path, tiny_corpus_dir, name, content, what):
     bench, out = _bench(tmp_path), tmp_path / "out"
     out.mkdir()
-    (out / "config.json").write_text(content, encoding="utf-8")
+    (out / name).write_bytes(content)
     assert one_error(_eval(capsys, bench, out, tiny_corpus_dir)) == (
         f"{out} holds results of a different configuration ({what}); use another --out folder or pass --fresh to "
         "start over")
-    assert not (out / "per_query.jsonl").exists()
+    assert sorted(p.name for p in out.iterdir()) == [name] and (out / name).read_bytes() == content  # untouched
     assert _eval(capsys, bench, out, tiny_corpus_dir, "--fresh").code == 0 and len(_rows(out)) == 2
 
 
@@ -134,7 +147,7 @@ def test_bad_text_in_a_benchmark_line_is_an_error_row(capsys, tmp_path, tiny_cor
     assert sorted(rows) == ["q1", "q2", "q3"]
     assert rows["q3"]["error"] == error and rows["q3"]["ranked"] == []
     assert "error" not in rows["q1"] and rows["q1"]["hits@5"] == 1 and rows["q2"]["hits@5"] == 1
-    assert json.loads((out / "summary.json").read_text())["errors"] == 1
+    assert read_run(out).summary["errors"] == 1
 
 
 @pytest.mark.parametrize("lines, message", [
@@ -182,15 +195,16 @@ def test_eval_counts_out_of_range(capsys, tmp_path, tiny_corpus_dir, args, messa
 
 @pytest.mark.fault_kind("eval-two-on-one-folder")
 def test_second_eval_on_the_same_folder_is_refused(capsys, tmp_path, tiny_corpus_dir):
-    """While one eval writes DIR (it holds DIR/.lock), another is refused at once; afterwards it resumes."""
+    """While one eval writes DIR (it holds a lock on the folder), another is refused at once; afterwards it
+    resumes."""
     bench, out = _bench(tmp_path), tmp_path / "out"
     out.mkdir()
-    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(out, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)  # the first eval, still running
     try:
         assert one_error(_eval(capsys, bench, out, tiny_corpus_dir)) == (
             f"another crase eval is writing {out}; wait for it to finish, or use another --out folder")
-        assert not (out / "per_query.jsonl").exists() and not (out / "config.json").exists()
+        assert not any(out.iterdir())
     finally:
         os.close(fd)
     assert _eval(capsys, bench, out, tiny_corpus_dir).code == 0 and len(_rows(out)) == 2

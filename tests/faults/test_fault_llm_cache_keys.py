@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from cli_tools import QUERY, crase, ranked
 from tiny_corpus import write_corpus
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
-from fake_openai import FakeOpenAI  # noqa: E402
-
-from crase_core.evaluation.harness import EvalJob  # noqa: E402
-from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
-from crase_core.runtime import RuntimeConfig  # noqa: E402
+from crase_core.evaluation.harness import EvalJob
+from crase_core.llm import LLMSettings, openai_backend
+from crase_core.runtime import RuntimeConfig
+from crase_core.testing.fake_openai import FakeOpenAI
 
 
 @pytest.mark.fault_kind("llm-two-endpoints-one-model-name")

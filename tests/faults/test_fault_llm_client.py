@@ -1,6 +1,6 @@
 """Model-endpoint faults against the fake OpenAI-compatible server (real HTTP on 127.0.0.1).
 
-One test per fault kind of ``tests/fixtures/llm/fake_openai.py``: the exact
+One test per fault kind of ``crase_core/testing/fake_openai.py``: the exact
 recorded failure (or error), that it ends in bounded time, how many HTTP calls it
 cost (server side and in ``Usage``), and that a rerun once the fault is gone
 gives the right answer.
@@ -8,21 +8,17 @@ gives the right answer.
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
+from fault_tools import query, ranked
+from tiny_corpus import write_corpus
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
-from fake_openai import FakeOpenAI, http_date  # noqa: E402
-from fault_tools import query, ranked  # noqa: E402
-from tiny_corpus import write_corpus  # noqa: E402
-
-from crase_core.errors import ModelError  # noqa: E402
-from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
-from crase_core.llm.client import AdaptiveLimit, parse_retry_after  # noqa: E402
-from crase_core.records import Claim  # noqa: E402
+from crase_core.errors import ModelError
+from crase_core.llm import LLMSettings, openai_backend
+from crase_core.llm.client import AdaptiveLimit, parse_retry_after
+from crase_core.records import Claim
+from crase_core.testing.fake_openai import FakeOpenAI, http_date
 
 CITING = [Claim("c1", "THEORETICAL", "Gauge anomalies cancel in ten dimensions.", "x"),
           Claim("c2", "EMPIRICAL", "The lattice spectrum matches the prediction.", "y")]

@@ -3,15 +3,10 @@ only on the edge-scoring calls): a recorded unusable answer like any other, neve
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "llm"))
-from fault_tools import query, ranked  # noqa: E402
-from test_fault_llm_client import rerun_is_right, score  # noqa: E402
-from tiny_corpus import write_corpus  # noqa: E402
+from fault_tools import query, ranked
+from test_fault_llm_client import rerun_is_right, score
+from tiny_corpus import write_corpus
 
 
 @pytest.mark.fault_kind("llm-deep-json-body")

@@ -2,27 +2,23 @@
 an endpoint that dies mid-run. Each time the budget holds, the run finishes with offline decisions for what
 the model did not answer (each edge says so), the trace says what failed, and a rerun asks only that.
 
-Real HTTP to ``tests/fixtures/llm/fake_openai.py`` on 127.0.0.1, the tiny corpus, the default (grouped)
+Real HTTP to ``crase_core/testing/fake_openai.py`` on 127.0.0.1, the tiny corpus, the default (grouped)
 entailment prompt; faults are served to grouped calls only (``match='<cited id='``)."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "llm"))
-from fake_openai import FakeOpenAI  # noqa: E402
-
-import crase_core.llm.components as components  # noqa: E402
-from crase_core.backends import offline_backend  # noqa: E402
-from crase_core.cache import ResultCache  # noqa: E402
-from crase_core.llm import LLMSettings, openai_backend  # noqa: E402
-from crase_core.pipeline import Engine, run_query  # noqa: E402
-from crase_core.settings.pipeline import PipelineSettings  # noqa: E402
-from crase_core.store.termstats import TermStats  # noqa: E402
+import crase_core.llm.components as components
+from crase_core.backends import offline_backend
+from crase_core.cache import ResultCache
+from crase_core.llm import LLMSettings, openai_backend
+from crase_core.pipeline import Engine, run_query
+from crase_core.settings.pipeline import PipelineSettings
+from crase_core.store.termstats import TermStats
+from crase_core.testing.fake_openai import FakeOpenAI
 
 QUERY = "black hole microstates anti-de Sitter"
 BUDGET = 40
