@@ -102,3 +102,21 @@ def test_no_hits_and_non_ascii(hepth_source):
     assert r.returncode == 0 and "No results." in r.stdout and "no paper matched" in r.stdout
     r = crase("query", "entropía de agujeros negros — black hole entropy 黑洞", "--quiet", "--k", "3")
     assert r.returncode == 0 and r.stdout.count("why:") == 3
+
+
+def test_help_lists_every_subcommand_without_importing_them():
+    """`crase --help` names every subcommand with the line its full parser has, and loads none of the
+    pipeline, the store or numpy to do it (what keeps it a few times a bare Python start)."""
+    import subprocess
+    import sys
+
+    from crase_core.cli.main import COMMANDS, build_parser
+
+    full = build_parser()
+    sub = next(a for a in full._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert {c.dest: c.help for c in sub._choices_actions} == COMMANDS
+    code = ("import sys\nfrom crase_core.cli.main import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('numpy', 'crase_core.pipeline', 'crase_core.store.corpus_store', "
+            "'crase_core.settings.config') if m in sys.modules]\nprint('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out and all(name in out for name in COMMANDS)

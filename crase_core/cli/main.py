@@ -16,25 +16,16 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from crase_core import trace as trace_io
-from crase_core.atomic import check_writable
-from crase_core.cli.corpus import add_corpus_parser
 from crase_core.errors import CraseError, InputError
-from crase_core.evaluation.cli import add_eval_parser
-from crase_core.evaluation.make_bench import add_bench_parser
-from crase_core.llm.cost_report import budget_summary, cost_summary
-from crase_core.pipeline import StageEvent, model_mostly_failed, run_query
-from crase_core.ranking.affinity import score_name
-from crase_core.records import EdgeRecord
 from crase_core.redaction import install_log_filter
-from crase_core.runtime import build_engine
-from crase_core.settings.config import add_arguments, settings_from_args
-from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
-from crase_core.trace import RunTrace
-from crase_core.views.score_words import why_line
 from crase_core.views.terminal import printable
-from crase_core.views.tex import to_plain
+
+if TYPE_CHECKING:  # each command imports what it needs when it runs, so `crase --help` loads none of it
+    from crase_core.pipeline import StageEvent
+    from crase_core.records import EdgeRecord
+    from crase_core.trace import RunTrace
 
 log = logging.getLogger("crase")
 
@@ -77,6 +68,10 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     Every string taken from the trace passes through :func:`printable` (no escape sequences reach the terminal);
     titles, authors and reasons have their TeX rendered as plain Unicode first (:func:`crase_core.views.tex.to_plain`).
     """
+    from crase_core.llm.cost_report import budget_summary, cost_summary
+    from crase_core.views.score_words import why_line
+    from crase_core.views.tex import to_plain
+
     lines: list[str] = []
     papers = {n.paper.id: n.paper for n in trace.nodes}
     lines.append(f"Query: {printable(trace.query)}")
@@ -167,6 +162,13 @@ def read_library(ids: Sequence[str] | None, bib: Path | None):
 # ---- commands ------------------------------------------------------------------------------------------
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from crase_core import trace as trace_io
+    from crase_core.atomic import check_writable
+    from crase_core.pipeline import model_mostly_failed, run_query
+    from crase_core.runtime import build_engine
+    from crase_core.settings.config import settings_from_args
+    from crase_core.stages.seeding import LibrarySeeding, SeedingStage, search_seeds
+
     settings = settings_from_args(args)
     if args.json:
         check_writable(args.json)  # fail now, not after the whole run
@@ -209,6 +211,8 @@ def format_why(trace: RunTrace, paper_id: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from crase_core import trace as trace_io
+
     trace = trace_io.load(args.trace)
     if args.why is not None:
         print(format_why(trace, args.why))
@@ -222,6 +226,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
+    from crase_core import trace as trace_io
+    from crase_core.atomic import check_writable
     from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, parse_edge, rank_changes
 
     check_writable(args.json)
@@ -252,12 +258,16 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
     """``[word-overlap support] Δ 0.6, 1 of 5 supported (≥ 0.32)``: who scored the edge, its Δ and its ✓ claims."""
+    from crase_core.ranking.affinity import score_name
+
     return (f"[{score_name(e.scorer)}] Δ {e.delta:.3g}, {sum(e.supported)} of {len(e.supported)} supported "
             f"(≥ {trace.support_threshold(e):g})")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from crase_core import atomic
+    from crase_core import trace as trace_io
+    from crase_core.atomic import check_writable
     from crase_core.views.html_export import to_html
 
     check_writable(args.out)
@@ -267,12 +277,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crase", description="Auditable scholarly search over a citation graph.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    sub = parser.add_subparsers(dest="command", required=True)
+#: every subcommand with its one-line help: ``crase --help`` lists them without importing any (the full
+#: parser of each gives the same line; tests/test_cli.py checks they agree).
+COMMANDS: dict[str, str] = {
+    "query": "answer a literature-search query",
+    "show": "print a saved run trace",
+    "rerank": "apply auditors' keep / prune decisions to a saved run and rank it again (no claim or matrix is "
+              "recomputed)",
+    "export": "write a saved run as one self-contained HTML file (graph, list, evidence)",
+    "eval": "measure retrieval quality on a benchmark (Recall@K, MAP@K)",
+    "bench": "make benchmark files for crase eval",
+    "corpus": "build, grow or check a local corpus's on-disk store",
+}
 
-    q = sub.add_parser("query", help="answer a literature-search query")
+
+def _add_query(sub: Any) -> None:
+    from crase_core.settings.config import add_arguments
+
+    q = sub.add_parser("query", help=COMMANDS["query"])
     q.add_argument("query", help="the question, in quotes")
     add_arguments(q)
     q.add_argument("--json", metavar="PATH", help="write the run trace (JSON) to PATH")
@@ -282,7 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--seed-ids", nargs="+", metavar="ID", help="arXiv ids or DOIs of papers you have (as --library)")
     q.set_defaults(func=cmd_query)
 
-    s = sub.add_parser("show", help="print a saved run trace")
+
+def _add_show(sub: Any) -> None:
+    s = sub.add_parser("show", help=COMMANDS["show"])
     s.add_argument("trace", type=Path, help="trace JSON written by `crase query --json`")
     s.add_argument("--k", type=int, default=None, help="show only the top k")
     s.add_argument("--edges", action="store_true", help="also list every edge decision")
@@ -290,8 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "search, walk by restart source and path, fusion), which sum to its score")
     s.set_defaults(func=cmd_show)
 
-    r = sub.add_parser("rerank", help="apply auditors' keep / prune decisions to a saved run and rank it again "
-                       "(no claim or matrix is recomputed)")
+
+def _add_rerank(sub: Any) -> None:
+    r = sub.add_parser("rerank", help=COMMANDS["rerank"])
     r.add_argument("trace", type=Path, help="trace JSON written by `crase query --json` or saved by the app")
     r.add_argument("--prune", nargs="+", default=[], metavar="CITING:CITED", help="edges to prune")
     r.add_argument("--keep", nargs="+", default=[], metavar="CITING:CITED", help="edges to keep")
@@ -300,21 +325,60 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--show", type=int, default=20, metavar="N", help="list at most N papers that moved (20)")
     r.set_defaults(func=cmd_rerank)
 
-    x = sub.add_parser("export", help="write a saved run as one self-contained HTML file (graph, list, evidence)")
+
+def _add_export(sub: Any) -> None:
+    x = sub.add_parser("export", help=COMMANDS["export"])
     x.add_argument("trace", type=Path, help="trace JSON written by `crase query --json` or saved by the app")
     x.add_argument("--format", choices=("html",), default="html", help="export format (html)")
     x.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file to write")
     x.set_defaults(func=cmd_export)
 
+
+def _add_eval(sub: Any) -> None:
+    from crase_core.evaluation.cli import add_eval_parser
+
     add_eval_parser(sub)
+
+
+def _add_bench(sub: Any) -> None:
+    from crase_core.evaluation.make_bench import add_bench_parser
+
     add_bench_parser(sub)
+
+
+def _add_corpus(sub: Any) -> None:
+    from crase_core.cli.corpus import add_corpus_parser
+
     add_corpus_parser(sub)
+
+
+_BUILDERS: dict[str, Callable[[Any], None]] = {"query": _add_query, "show": _add_show, "rerank": _add_rerank,
+                                               "export": _add_export, "eval": _add_eval, "bench": _add_bench,
+                                               "corpus": _add_corpus}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``crase`` parser. With ``only`` (a subcommand name, or "" for none) the other subcommands are
+    registered by name and help line alone, so their modules are not imported; None builds every one."""
+    parser = argparse.ArgumentParser(prog="crase", description="Auditable scholarly search over a citation graph.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, line in COMMANDS.items():
+        if only is None or only == name:
+            _BUILDERS[name](sub)
+        else:
+            sub.add_parser(name, help=line)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names (its first word that is one), or "" when there is none."""
+    return next((a for a in argv if a in COMMANDS), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     level = logging.DEBUG if args.debug else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:  # a library that sets its own logger to DEBUG (bm25s) stays quiet
