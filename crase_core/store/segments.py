@@ -55,7 +55,7 @@ from crase_core.errors import CorpusError
 from crase_core.records import Paper
 from crase_core.store import corpus_store as cs
 from crase_core.store.corpus import Corpus, fingerprint, hash_range
-from crase_core.store.corpus_validation import ValidationReport, direction_counts
+from crase_core.store.corpus_validation import ParseNotes, ValidationReport, direction_counts
 from crase_core.store.npy_folder import map_npy, read_meta
 from crase_core.store.sorted_keys import KeyLookup
 from crase_core.store.textindex import PostingsBuilder, load_postings, save_merged_postings, save_postings
@@ -474,6 +474,10 @@ class Appended:
         return not (self.papers or self.citations or self.pending)
 
 
+#: parse notes of batch records an append does not write to the corpus files.
+_NOT_WRITTEN = frozenset({"duplicate_ids", "missing_ids"})
+
+
 def _grown_validation(corpus: Corpus, chain: Chain, sink: Any, new_years: np.ndarray, u: np.ndarray, v: np.ndarray,
                       n: int, n_refs: int, dropped: dict[str, int], edges: Any, loops: int,
                       resolved: int) -> ValidationReport:
@@ -481,8 +485,12 @@ def _grown_validation(corpus: Corpus, chain: Chain, sink: Any, new_years: np.nda
     batch's own file): the corpus's report plus the batch's parse notes, its citation lines and the direction
     of the edges it adds (``u`` → ``v``, global positions)."""
     report = ValidationReport.from_dict(corpus.validation.to_dict())
-    report.add_notes(sink.notes)
-    report.papers_read += sink.records
+    # the grown papers file holds the batch's new papers only: records without an id and ids the corpus (or an
+    # earlier line) has are not written (corpus_folder._new_paper_text), so a build of the files never reads them
+    written = ParseNotes({r: n for r, n in sink.notes.counts.items() if r not in _NOT_WRITTEN},
+                         {r: ex for r, ex in sink.notes.examples.items() if r not in _NOT_WRITTEN})
+    report.add_notes(written)
+    report.papers_read += len(sink.index)
     report.papers_kept = n
     report.citation_lines += edges.rows.size + edges.self_loops + len(edges.pending_src) + edges.malformed
     report.citations_kept = n_refs
