@@ -117,8 +117,8 @@ def verdict_scorers(verdicts) -> dict[tuple[str, str, str], str]:
 if verdicts:
     split = summarize_by_scorer(verdicts, verdict_scorers(verdicts))
     st.markdown("##### By scorer", help="The same measures for the edges the model scored and for those the "
-                "lexical scorer (word overlap) decided (a model backend's cascade leaves the rest of the edges to "
-                "it; the offline backend scores all). An edge whose run is no longer saved counts as lexical.")
+                "word-overlap scorer decided (a model backend's cascade leaves the rest of the edges to it; the "
+                "offline backend scores all). An edge whose run is no longer saved counts as word overlap.")
     st.dataframe(pd.DataFrame([{
         "scored by": SCORER_NAMES.get(name, name), "verdicts": x.verdicts, "edges": x.edges,
         "agreement": pct(x.agreement), "retained-edge precision": pct(x.retained_precision),

@@ -142,7 +142,9 @@ def test_audit_page_shows_agreement_and_kappa_between_auditors(app_env):
     if len(edges) == 4:
         assert list(pairs["agreement"]) == ["75.0%"] and list(pairs["Cohen's κ"]) == ["0.500"]
     by_scorer = _frame(at, "scored by")
-    assert all(name == "the model" or "lexical" in name for name in by_scorer["scored by"])
+    # one row per scorer of the judged edges, the offline scorer named word overlap (never entailment)
+    names = {"model": "the model (entailment)", "offline": "word overlap (offline)"}
+    assert sorted(by_scorer["scored by"]) == sorted({names[e.scorer or "offline"] for e in edges})
 
 
 def test_node_inspector_says_why_this_rank(app_env):

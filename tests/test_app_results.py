@@ -230,10 +230,11 @@ def test_audit_statistics_split_by_scorer(app_env):
     expected = summarize_by_scorer(store.verdicts(trace.run_id),
                                    {(trace.run_id, e.citing, e.cited): e.scorer for e in trace.edges})
     assert list(expected) == ["model", "offline"]
-    assert table["scored by"].tolist() == ["the model", "offline (lexical fallback)"]
-    model = table.set_index("scored by").loc["the model"]
+    # the offline scorer is named word overlap, never entailment; the model's scores are its entailment
+    assert table["scored by"].tolist() == ["the model (entailment)", "word overlap (offline)"]
+    model = table.set_index("scored by").loc["the model (entailment)"]
     assert (model["verdicts"], model["agreement"], model["retained-edge precision"]) == (2, "50.0%", "50.0%")
     assert model["pruned-edge correctness"] == "–"
-    offline = table.set_index("scored by").loc["offline (lexical fallback)"]
+    offline = table.set_index("scored by").loc["word overlap (offline)"]
     n_off = expected["offline"].verdicts
     assert offline["verdicts"] == n_off and offline["pruned-edge correctness"] == "100.0%"

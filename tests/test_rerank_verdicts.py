@@ -1,7 +1,8 @@
 """Verdicts that re-rank (crase_core.audit.rerank.apply_verdicts, ``crase rerank``) and score parts on real runs.
 
-Real runs of the embedded corpus: the default (which the lexical scorer may leave unpruned) and one with
-θ_lexical 0.75, so that both kept and pruned edges exist whatever the default's pruning rule is.
+Real runs of the embedded corpus: the default and one with θ_lexical 0.15 and τ_lexical 0, so that both kept
+and pruned edges, and kept seeds, exist whatever the default's pruning rule is (0.15 on word-overlap/v2's scale
+is the 0.75 of lexical-support/v1's logistic one; 0.75 on v2's scale keeps 2 of 7,875 edges and no seed).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def default_run(hepth_engine) -> RunTrace:
 
 @pytest.fixture(scope="module")
 def pruned_run(hepth_engine) -> RunTrace:
-    trace = run_query(QUERY, hepth_engine, PipelineSettings(theta_lexical=0.75))
+    trace = run_query(QUERY, hepth_engine, PipelineSettings(theta_lexical=0.15, tau_lexical=0.0))
     assert any(e.kept for e in trace.edges) and any(not e.kept for e in trace.edges)
+    assert any(s.fate == "kept" for s in trace.seeds)
     return trace
 
 

@@ -18,12 +18,17 @@ from crase_core import trace as trace_io
 
 @pytest.fixture(scope="module")
 def run(tiny_corpus_dir, tmp_path_factory) -> Path:
-    """A saved run of the tiny corpus with θ_lexical 0.75 (both kept and pruned edges)."""
+    """A saved run of the tiny corpus with θ_lexical 0.15 and τ_lexical 0 (both kept and pruned edges, and
+    results), whatever the default's pruning rule is. θ_lexical 0.15 on word-overlap/v2's scale is the 0.75 of
+    lexical-support/v1's logistic one (≥ 15% of a claim's IDF weight shared); 0.75 on v2's scale prunes every
+    edge of this corpus."""
     from crase_core.cli.main import main
 
     path = tmp_path_factory.mktemp("rerank") / "run.json"
-    assert main(["query", QUERY, "--corpus", str(tiny_corpus_dir), "--quiet", "--theta-lexical", "0.75",
-                 "--json", str(path)]) == 0
+    assert main(["query", QUERY, "--corpus", str(tiny_corpus_dir), "--quiet", "--theta-lexical", "0.15",
+                 "--tau-lexical", "0", "--json", str(path)]) == 0
+    trace = trace_io.load(path)
+    assert any(e.kept for e in trace.edges) and any(not e.kept for e in trace.edges) and trace.results
     return path
 
 
@@ -174,6 +179,7 @@ def test_pruning_every_kept_edge_leaves_a_run_that_says_so(capsys, tmp_path, run
     child = trace_io.load(tmp_path / "new.json")
     assert not any(e.kept for e in child.edges)
     assert all(s.fate == "pruned" for s in child.seeds if child.node(s.paper_id).role != "text")
+    assert {r.paper_id for r in child.results} == {n.paper.id for n in child.nodes if n.role == "text"}
     for res in child.results:  # what is left (text candidates) still explains its score
         assert sum(p.value for p in res.score_parts) == pytest.approx(res.score, abs=1e-15)
     show = crase(capsys, "show", tmp_path / "new.json")
