@@ -143,7 +143,7 @@ def _claim_tables(page: Page) -> dict:
 
 def _strong_rows(trace: RunTrace) -> list[int]:
     """Queue rows (on screen) whose edge has claims on both sides and at least two heat-map cells at its θ or
-    above (the cells Δ counts: the colour scale draws them blue, never the near-white of the cells below θ)."""
+    above (the cells Δ counts: the colour scale's blues start at θ, the cells below it fade to white)."""
     queue = audit_queue(trace.edges, QUEUE, trace.run_id)
     return [i for i, e in enumerate(queue[:VISIBLE_ROWS])
             if len(e.matrix) >= 2 and len(e.matrix[0]) >= 2
