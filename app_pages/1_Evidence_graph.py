@@ -119,7 +119,7 @@ elif sel and sel.get("kind") == "node":
 hidden = result["hidden"]
 st.caption(f"{result['n_nodes']:,} papers · {len(result['edges']):,} edges shown"
            + (f" (of {len(trace.nodes):,} papers in the run)" if result["n_nodes"] < len(trace.nodes) else "")
-           + (f" · {hidden:,} pruned edges hidden" if hidden and not show_pruned else "")
+           + (f" · {hidden:,} pruned edge{'' if hidden == 1 else 's'} hidden" if hidden and not show_pruned else "")
            + (f" · {result['note']}" if result["note"] else "")
            + " · labels show the top-ranked papers where they fit; hover any paper for its title")
 graph_component(**{k: result[k] for k in ("nodes", "edges", "axis", "captions", "legend", "layout", "hint")},

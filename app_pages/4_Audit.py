@@ -162,8 +162,10 @@ ev = st.dataframe(qdf, hide_index=True, width="stretch", on_select="rerun", sele
                   key="audit_queue", height=min(35 * len(queue) + 38, 318),
                   column_config={"done": st.column_config.TextColumn("done", width="small", pinned=True),
                                  "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
-                                 "citing": st.column_config.TextColumn("citing", width="large"),
-                                 "cited": st.column_config.TextColumn("cited", width="large")},
+                                 # medium, stretched to share the rest of the table's width: two large ones
+                                 # (400 px each) run past the table in a 1440 px window (a sideways scrollbar)
+                                 "citing": st.column_config.TextColumn("citing", width="medium"),
+                                 "cited": st.column_config.TextColumn("cited", width="medium")},
                   column_order=["done", "decision", "citing", "cited"])
 rows = ev.selection.rows if ev is not None else []
 # the selected edge below the queue, the page's full width: the heat map and the two claim tables need it

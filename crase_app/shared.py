@@ -414,6 +414,23 @@ def claims_markdown(trace: RunTrace, pid: str, supported: list[bool] | None = No
     return "\n".join(lines)
 
 
+def cell_value(v: float) -> str:
+    """A matrix cell as the heat map and the "Matrix values" table both show it: cut, not rounded, to 2 decimals,
+    so that a cell below θ never reads as θ (0.749 shows 0.74, not 0.75) and the two never disagree."""
+    return f"{math.floor(float(v) * 100 + 1e-9) / 100:.2f}"
+
+
+def legend_values(stops: Sequence[float], min_gap: float = 0.12) -> list[float]:
+    """The heat map legend's labels: 0, 1 and the colour scale's inner stops (the calibrated θ first, then the
+    θ Δ counts at), each only where it lies at least ``min_gap`` from every label kept (a θ_lexical of 0.05
+    beside 0 would print "00.05"; the caption names it)."""
+    kept = [stops[0], stops[-1]]
+    for t in sorted(stops[1:-1], reverse=True):
+        if all(abs(t - k) >= min_gap for k in kept):
+            kept.append(t)
+    return sorted(kept)
+
+
 def _claim_axis_label(cid: str, text: str, mark: str, limit: int) -> str:
     return f"{cid}{(' ' + mark) if mark else ''} · {shorten_words(tex_plain(text), limit)}"
 
@@ -446,8 +463,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 "score": float(v),
                 "supports": bool(v >= support),
                 "counts": bool(v >= theta),
-                # cut, not rounded, to 2 decimals: a cell below θ never reads as θ (0.749 shows 0.74, not 0.75)
-                "shown": f"{math.floor(float(v) * 100 + 1e-9) / 100:.2f}",
+                "shown": cell_value(v),
             })
     df = pd.DataFrame(rows)
     y_order = list(dict.fromkeys(df["row"])) if not df.empty else []
@@ -471,8 +487,14 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
     if support != theta:
         tooltip.append(alt.Tooltip("counts:N", title=f"counts toward Δ (≥ {theta:g})"))
     rect = base.mark_rect().encode(
+        # the legend under the map, across, as long as the map is wide (200 to 480 px): its length never depends
+        # on how many rows the matrix has (a vertical one taller than a one- or two-row map was cut off)
         color=alt.Color("score:Q", scale=scale, title=name,
-                        legend=alt.Legend(values=stops, gradientLength=160, orient="right")),
+                        legend=alt.Legend(values=legend_values(stops), format=".2~f", orient="bottom",
+                                          direction="horizontal",
+                                          gradientLength=alt.ExprRef(expr="clamp(width - 12, 200, 480)"),
+                                          gradientThickness=12, labelOverlap=False, labelAlign="center",
+                                          titleOrient="top", titleAnchor="start")),
         tooltip=tooltip,
     )
     outline = base.transform_filter(alt.datum["supports"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
@@ -483,7 +505,10 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         text=value, color=colour, tooltip=tooltip)
     strong = base.transform_filter(alt.datum["counts"]).mark_text(fontSize=13, fontWeight="bold").encode(
         text=value, color=colour, tooltip=tooltip)
-    return (rect + outline + text + strong).properties(height=alt.Step(44))
+    # room on the right: Vega fits the chart to its width from an estimate of the slanted column labels that
+    # falls a few pixels short of the last one
+    return (rect + outline + text + strong).properties(height=alt.Step(44), padding={"left": 5, "top": 5, "right": 24,
+                                                                                    "bottom": 5})
 
 
 def scorer_badge(e: EdgeRecord) -> None:
@@ -560,9 +585,9 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
             for i, row in enumerate(e.matrix):
                 cid = cu.claims[i].id if cu and i < len(cu.claims) else f"c{i + 1}"
                 mark = marks[i] if i < len(marks) else "✗"
-                lines.append(f"| {code(cid)} {mark} | " + " | ".join(f"{x:.2f}" for x in row) + " |")
+                lines.append(f"| {code(cid)} {mark} | " + " | ".join(cell_value(x) for x in row) + " |")
             st.markdown("\n".join(lines) if lines and lines[0].startswith("| u") else
-                        "  \n".join(" ".join(f"{x:.2f}" for x in row) for row in e.matrix))
+                        "  \n".join(" ".join(cell_value(x) for x in row) for row in e.matrix))
     else:
         st.caption("No matrix: one of the papers has no claims.")
     st.markdown("**Citation context**")

@@ -380,3 +380,26 @@ def test_claim_marks_tell_supported_from_merely_counted():
     model = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, False], covered=[True, False], scorer="model")
     old = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, True])
     assert claim_marks(model) == ["✓", "✗"] and claim_marks(old) == ["✓", "✓"]
+
+
+def test_heat_map_cells_and_legend_labels():
+    """The heat map and its "Matrix values" table show a cell alike (cut to 2 decimals: a value below θ never
+    reads as θ); the legend lies under the map (its length does not depend on the rows) and labels 0, 1 and the
+    thresholds that are not crowded against another label (θ_lexical 0.05 beside 0 is left to the caption)."""
+    from crase_app.shared import cell_value, legend_values, matrix_chart
+    from crase_core.records import EdgeRecord
+
+    assert [cell_value(x) for x in (0.2057, 0.749, 0.75, 0.0, 1.0, 0.3399)] == ["0.20", "0.74", "0.75", "0.00", "1.00",
+                                                                                "0.33"]
+    assert legend_values([0.0, 0.05, 0.32, 1.0]) == [0.0, 0.32, 1.0]
+    assert legend_values([0.0, 0.25, 0.5, 1.0]) == [0.0, 0.25, 0.5, 1.0]
+    assert legend_values([0.0, 0.5, 0.55, 1.0]) == [0.0, 0.55, 1.0]  # the calibrated θ (the larger) is kept
+    assert legend_values([0.0, 1.0]) == [0.0, 1.0]
+    edge = EdgeRecord(citing="a", cited="b", kept=True, delta=0.5, weight=0.5, matrix=[[0.2057, 0.04], [0.5, 0.0]],
+                      supported=[False, True], covered=[True, True], scorer="offline")
+    spec = matrix_chart(edge, 0.05, [("c1", "one"), ("c2", "two")], [("c1", "x"), ("c2", "y")],
+                        support_theta=0.32).to_dict()
+    shown = {(r["row"][:2], r["col"][:2]): r["shown"] for r in spec["datasets"][next(iter(spec["datasets"]))]}
+    assert shown == {("c1", "c1"): "0.20", ("c1", "c2"): "0.04", ("c2", "c1"): "0.50", ("c2", "c2"): "0.00"}
+    legend = spec["layer"][0]["encoding"]["color"]["legend"]
+    assert legend["orient"] == "bottom" and legend["direction"] == "horizontal" and legend["values"] == [0.0, 0.32, 1.0]

@@ -969,7 +969,7 @@ def legend_items(trace: RunTrace, view: GraphView) -> list[dict[str, str]]:
                       else "pale: every edge (hover a paper for its own)"})
     if kept:
         items.append({"kind": "delta", "colour": EDGE_COLOURS["model" if scorers == {"model"} else "offline"],
-                      "text": "width, darkness = Δ (claims supported)"})
+                      "text": "width, darkness = Δ (coverage)"})
     for s in ("model", "offline"):
         if s in scorers:
             text = "solid: scored by the model" if s == "model" else "dashed: word-overlap scorer (offline)"

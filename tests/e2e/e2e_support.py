@@ -7,6 +7,7 @@ Skips the module when chromium or Playwright is missing, unless ``CRASE_REQUIRE_
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -103,3 +104,37 @@ def streamlit_app(tmp: Path, corpus: Path | None = None, cache_dir: Path | None 
 def chromium(p: Any) -> Any:
     """Headless Debian chromium through Playwright (the flags the developers' guide gives)."""
     return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+HEAT_MAP_JS = """el => {
+  const svg = el.querySelector("svg"), s = svg.getBoundingClientRect();
+  const box = e => { const r = e.getBoundingClientRect();
+                     return [r.left - s.left, r.top - s.top, r.right - s.left, r.bottom - s.top]; };
+  const legend = el.querySelector(".role-legend");
+  return {
+    svg: [0, 0, s.width, s.height],
+    legend: legend ? box(legend) : null,
+    legend_labels: [...el.querySelectorAll(".role-legend-label text")].map(t => t.textContent),
+    legend_label_boxes: [...el.querySelectorAll(".role-legend-label text")].map(box),
+    cells: [...el.querySelectorAll(".layer_0_marks path")].map(box),
+    values: [...el.querySelectorAll(".layer_2_marks text, .layer_3_marks text")].map(
+      t => ({text: t.textContent, bold: !!t.closest(".layer_3_marks"), at: box(t)})),
+  };
+}"""
+
+
+def heat_map(chart: Any) -> dict[str, Any]:
+    """What an edge's heat map (a ``stVegaLiteChart`` locator; Vega draws it as SVG) shows, in the chart's
+    pixels: its cells' boxes, their values row by row (``grid``, top to bottom, left to right, with whether each
+    is bold), the colour legend's box, its labels and their boxes."""
+    out = chart.evaluate(HEAT_MAP_JS)
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for v in out["values"]:
+        rows.setdefault(round((v["at"][1] + v["at"][3]) / 2), []).append(v)
+    out["grid"] = [[(v["text"], v["bold"]) for v in sorted(r, key=lambda v: v["at"][0])] for _, r in sorted(rows.items())]
+    return out
+
+
+def shown_cell(x: float) -> str:
+    """A matrix value as the app shows it: cut (not rounded) to 2 decimals, so a cell below θ never reads as θ."""
+    return f"{math.floor(x * 100 + 1e-9) / 100:.2f}"

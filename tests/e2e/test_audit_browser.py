@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_support import SHOTS, skip_without_browser, streamlit_app
+from e2e_support import SHOTS, heat_map, shown_cell, skip_without_browser, streamlit_app
 
 skip_without_browser()
 
@@ -30,6 +30,7 @@ from playwright.sync_api import Page  # noqa: E402
 from crase_core import trace as trace_io  # noqa: E402
 from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, rank_changes  # noqa: E402
 from crase_core.audit.store import audit_queue  # noqa: E402
+from crase_core.records import EdgeRecord  # noqa: E402
 from crase_core.trace import RunTrace  # noqa: E402
 
 QUERY = "tachyon condensation on unstable D-branes"
@@ -74,8 +75,13 @@ def _open_audit(page: Page, auditor: str) -> None:
     page.wait_for_timeout(1_000)
 
 
-def _judge_row(page: Page, row: int, keep: bool) -> None:
-    """Select queue row ``row`` and record a blind judgement on it; wait for the edge's inspector."""
+#: the first words of the heat map's caption, by the scorer that decided the edge (what M[i][j] is)
+MATRIX_NAMES = {"model": "Entailment (model)", "offline": "Word-overlap support"}
+
+
+def _judge_row(page: Page, row: int, keep: bool, edge: EdgeRecord) -> None:
+    """Select queue row ``row`` (``edge``) and record a blind judgement on it; wait for the edge's inspector:
+    the pipeline's decision, now shown, and the heat map's caption naming the scorer that decided the edge."""
     grid = page.locator(".st-key-audit_queue").first
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
@@ -84,22 +90,39 @@ def _judge_row(page: Page, row: int, keep: bool) -> None:
     page.get_by_role("button", name="Record judgement").wait_for(timeout=30_000)
     page.get_by_text("yes — keep the edge" if keep else "no — prune it").click()
     page.get_by_role("button", name="Record judgement").click()
-    page.get_by_text("Entailment matrix", exact=False).first.wait_for(timeout=30_000)
+    page.get_by_text(f"Decision — {edge.decision}", exact=False).first.wait_for(timeout=30_000)
+    caption = page.locator("[data-testid='stMarkdownContainer']", has_text="Rows: claims of u; columns: claims of v")
+    caption.first.wait_for(timeout=30_000)
+    assert caption.first.inner_text().startswith(MATRIX_NAMES[edge.scorer or "offline"]), caption.first.inner_text()
     page.wait_for_timeout(2_000)  # the heat map is drawn after the page settles
 
 
-def _heat_pixels(page: Page) -> int:
+def _heat_pixels(page: Page, above: float) -> int:
     """Pixels of the heat map's cells on screen: blue shades of the colour scale and the orange outline of
-    cells ≥ θ, left of the colour legend (the legend's own gradient is not counted)."""
+    cells ≥ the calibrated θ, above the colour legend (``above``: its top; its own gradient is not counted)."""
     from PIL import Image
 
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     chart.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     image = Image.open(io.BytesIO(chart.screenshot())).convert("RGB")
-    width, height = image.size
-    pixels = image.crop((0, 0, max(1, width - 140), height)).get_flattened_data()
+    width, _ = image.size
+    pixels = image.crop((0, 0, width, max(1, int(above)))).get_flattened_data()
     return sum(1 for r, g, b in pixels if (b - r >= 40 and b >= 90) or (r > 200 and 80 < g < 140 and b < 110))
+
+
+def _legend_labels_fit(shown: dict, trace: RunTrace, e: EdgeRecord) -> None:
+    """The colour legend is drawn whole (inside the chart, not cut off below a short map, under the map and
+    over none of its cells), labelled 0, 1 and at the calibrated θ the outlined cells reach, each label apart
+    from the others (no two printed over each other)."""
+    lx0, ly0, lx1, ly1 = shown["legend"]
+    assert lx0 >= 0 and ly0 >= 0 and lx1 <= shown["svg"][2] + 1 and ly1 <= shown["svg"][3] + 1, shown
+    assert all(ly0 >= c[3] for c in shown["cells"]), shown
+    labels = shown["legend_labels"]
+    support = f"{trace.support_threshold(e):.2f}".rstrip("0").rstrip(".")
+    assert labels[0] == "0" and labels[-1] == "1" and support in labels, labels
+    boxes = sorted(shown["legend_label_boxes"])
+    assert all(a[2] <= b[0] for a, b in zip(boxes, boxes[1:], strict=False)), (labels, boxes)
 
 
 def _claim_tables(page: Page) -> dict:
@@ -119,10 +142,12 @@ def _claim_tables(page: Page) -> dict:
 
 
 def _strong_rows(trace: RunTrace) -> list[int]:
-    """Queue rows (on screen) whose edge has claims on both sides and a heat-map cell of 0.6 or more."""
+    """Queue rows (on screen) whose edge has claims on both sides and at least two heat-map cells at its θ or
+    above (the cells Δ counts: the colour scale's blues start at θ, the cells below it fade to white)."""
     queue = audit_queue(trace.edges, QUEUE, trace.run_id)
     return [i for i, e in enumerate(queue[:VISIBLE_ROWS])
-            if len(e.matrix) >= 2 and e.matrix and len(e.matrix[0]) >= 2 and max(max(r) for r in e.matrix) >= 0.6]
+            if len(e.matrix) >= 2 and len(e.matrix[0]) >= 2
+            and sum(x >= trace.threshold(e)[1] for r in e.matrix for x in r) >= 2]
 
 
 @pytest.mark.parametrize("size", [(1440, 900), (1920, 1080)], ids=["1440x900", "1920x1080"])
@@ -130,13 +155,25 @@ def test_audit_page_after_a_verdict_keeps_its_heat_map_and_claim_tables(app_run,
     _, _, trace, page = app_run
     rows = _strong_rows(trace)
     assert rows, "no visible queue row with a strong heat-map cell"
+    edge = audit_queue(trace.edges, QUEUE, trace.run_id)[rows[0]]
     page.set_viewport_size({"width": size[0], "height": size[1]})
     try:
         _open_audit(page, f"layout-{size[0]}")
-        _judge_row(page, rows[0], keep=False)
-        drawn = _heat_pixels(page)
+        scroller = page.locator(".st-key-audit_queue .dvn-scroller").first
+        scroller.wait_for(timeout=30_000)
+        overflow = scroller.evaluate("e => e.scrollWidth - e.clientWidth")
+        assert overflow <= 1, f"the queue's columns run {overflow} px past the table (the cited titles are cut)"
+        _judge_row(page, rows[0], keep=False, edge=edge)
+        shown = heat_map(page.locator("[data-testid='stVegaLiteChart']").first)
+        drawn = _heat_pixels(page, above=shown["legend"][1])
         page.screenshot(path=str(SHOTS / f"audit_after_verdict_heatmap_{size[0]}.png"))
         assert drawn >= 1_500, f"the heat map's cells are not drawn ({drawn} cell pixels on screen)"
+        n_cells = len(edge.matrix) * len(edge.matrix[0])
+        assert len(shown["cells"]) == n_cells and all(c[2] - c[0] >= 24 and c[3] - c[1] >= 24 for c in shown["cells"])
+        # every cell's value as the library has it (cut to 2 decimals), bold where it reaches the θ Δ counts at
+        theta = trace.threshold(edge)[1]
+        assert shown["grid"] == [[(shown_cell(x), x >= theta) for x in r] for r in edge.matrix], shown["grid"]
+        _legend_labels_fit(shown, trace, edge)
         tables = _claim_tables(page)
         page.locator("[data-testid='stColumn']", has_text="Claims of v").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
@@ -192,7 +229,7 @@ def test_verdict_apply_rerank_flow(app_run):
                                                   "disagree", True)
     before = {p.name for p in _saved(runs_dir)}
     _open_audit(page, "flow-auditor")
-    _judge_row(page, row, keep=False)
+    _judge_row(page, row, keep=False, edge=edge)
     page.screenshot(path=str(SHOTS / "audit_after_verdict_1440.png"))
     apply = page.get_by_role("button", name="Apply my verdicts")
     apply.scroll_into_view_if_needed()

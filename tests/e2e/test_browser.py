@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
+from e2e_support import ROOT, SHOTS, heat_map, shown_cell, skip_without_browser, streamlit_app
 
 skip_without_browser()
 
@@ -116,12 +116,17 @@ def test_search_graph_click_inspector_and_escaping(page: Page, app_server):
     assert target["from"] in header.inner_text() and target["to"] in header.inner_text()
     decision = f"Decision — {edge.decision}"
     assert page.get_by_text(decision, exact=False).count() == 1, decision
-    page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=30_000)  # the heat map
+    chart = page.locator("[data-testid='stVegaLiteChart']").first  # the heat map
+    chart.wait_for(timeout=30_000)
+    page.wait_for_timeout(1_000)  # drawn after the page settles
+    cells = [[x for x, _ in r] for r in heat_map(chart)["grid"]]
     page.get_by_text("Matrix values").click()
     table = " ".join(page.locator("[data-testid='stExpander']", has_text="Matrix values").inner_text().split())
+    # the table and the heat map show each value alike (cut to 2 decimals: a cell below θ never reads as θ)
+    assert cells == [[shown_cell(x) for x in row] for row in edge.matrix], cells
     for i, row in enumerate(edge.matrix):
         mark = "✓" if edge.supported[i] else "≈" if edge.covered[i] else "✗"
-        assert f"{mark} " + " ".join(f"{x:.2f}" for x in row) in table, (row, table)
+        assert f"{mark} " + " ".join(shown_cell(x) for x in row) in table, (row, table)
     page.wait_for_timeout(500)
     page.screenshot(path=str(SHOTS / "03_edge_inspector.png"), full_page=True)
 
