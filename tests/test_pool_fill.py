@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from crase_core.audit.rerank import apply_verdicts
 from crase_core.backends import offline_backend
 from crase_core.pipeline import Engine, run_query
 from crase_core.settings.pipeline import PipelineSettings
@@ -80,3 +81,26 @@ def test_text_candidates_off_means_no_text_fill(sparse, monkeypatch):
     t = _run(sparse, "text", monkeypatch, SETTINGS.replace(text_candidates=0))
     assert not {n.paper.id for n in t.nodes} - {n.paper.id for n in _run(sparse, "off", monkeypatch,
                                                                            SETTINGS.replace(text_candidates=0)).nodes}
+
+
+def test_a_corpus_without_citations_keeps_the_searchs_best_hits(tmp_path, monkeypatch):
+    """No citation at all (SciFact-like: abstracts only): every seed is isolated. The fill must keep the seeds —
+    the search's best hits — as text candidates, not prune them and add only the hits after them."""
+    folder = chain_corpus(tmp_path / "nocites")
+    (folder / "citations.tsv").write_text("")
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    source = LocalSource.open(folder)
+    settings = SETTINGS.replace(k=10)
+    t = _run(source, "text", monkeypatch, settings)
+    ranked = [r.paper_id for r in t.results]
+    search = [h.paper_id for h in t.query_hits[:10]]  # the run's own full-query search
+    assert len(ranked) == 10 and set(ranked) == set(search)  # its top 10, not its hits 11 onwards
+    seeds = {s.paper_id for s in t.seeds}
+    assert seeds and seeds <= set(ranked)
+    assert all(s.fate == "kept" and "text candidate" in s.fate_reason for s in t.seeds)
+    note = next(w for w in t.warnings if w.startswith("sparse citation graph"))
+    assert f"({len(seeds)} of them already in the graph, without a citation there)" in note
+    # re-ranking the run (no verdicts) keeps those seeds as text candidates: the same list, the same fates
+    child = apply_verdicts(t, [])
+    assert [(r.paper_id, r.score) for r in child.results] == [(r.paper_id, r.score) for r in t.results]
+    assert [(s.fate, s.fate_reason) for s in child.seeds] == [(s.fate, s.fate_reason) for s in t.seeds]

@@ -75,6 +75,14 @@ def _walk_ranks(trace: RunTrace, scores: dict[str, float]) -> dict[str, int]:
     return {n: i for i, n in enumerate(items, 1)}
 
 
+def text_candidate_ids(trace: RunTrace) -> list[str]:
+    """The run's text candidates, in V's order: the nodes of role ``text``, and the nodes the run kept without
+    any edge in its graph (a seed with no citation there that the sparse-pool fill kept as a text candidate,
+    :func:`crase_core.stages.expansion.fill_sparse_pool`: nothing else survives without an edge)."""
+    touched = {x for e in trace.edges for x in (e.citing, e.cited)}
+    return [n.paper.id for n in trace.nodes if n.role == "text" or (n.kept and n.paper.id not in touched)]
+
+
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
     """Rank ``trace``'s kept graph with ``ranker`` (a name in :data:`crase_core.ranking.rankers.REGISTRY`)."""
     get_ranker(ranker)  # an unknown name fails here, before anything else
@@ -83,7 +91,7 @@ def rerank(trace: RunTrace, ranker: str) -> Reranked:
     if not alive:
         return Reranked(ranker, RankingResult(ranker, {}), {}, {}, {})
     ranked = rank_graph(ranker, [n.paper.id for n in trace.nodes], alive,
-                        [n.paper.id for n in trace.nodes if n.role == "text"],
+                        text_candidate_ids(trace),
                         ((e.citing, e.cited, e.weight) for e in trace.edges if e.kept), trace.seeds,
                         trace.query_hits, trace.settings, trace.restart_hits, query=trace.query)
     return Reranked(ranker, ranked.ranking, {n: i for i, (n, _) in enumerate(ranked.order, 1)}, dict(ranked.order),
@@ -172,7 +180,7 @@ def refate(trace: RunTrace, audited: Iterable[tuple[str, str]] = ()) -> set[str]
     """Decide every node's and seed's fate again from the trace's edges (stage 2c's rules); the kept node ids.
     A seed pruned with edges that ``audited`` names (pruned by an auditor) says so."""
     ids = [n.paper.id for n in trace.nodes]
-    alive = surviving_nodes(ids, trace.edges) | {n.paper.id for n in trace.nodes if n.role == "text"}
+    alive = surviving_nodes(ids, trace.edges) | set(text_candidate_ids(trace))
     degree: Counter[str] = Counter()
     kept_degree: Counter[str] = Counter()
     rules: dict[str, Counter[str]] = {}
@@ -207,7 +215,7 @@ def rerank_trace(trace: RunTrace, alive: set[str]) -> list[str]:
     settings = trace.settings
     notes: list[str] = []
     ranked = rank_graph(settings.ranker, [n.paper.id for n in trace.nodes], alive,
-                        [n.paper.id for n in trace.nodes if n.role == "text"],
+                        text_candidate_ids(trace),
                         ((e.citing, e.cited, e.weight) for e in trace.edges if e.kept), trace.seeds,
                         trace.query_hits, settings, trace.restart_hits, notes, query=trace.query)
     place_nodes(trace.nodes, ranked)
@@ -215,7 +223,7 @@ def rerank_trace(trace: RunTrace, alive: set[str]) -> list[str]:
     trace.ranking = ranked.ranking
     trace.results = ranked_results(ranked.order, settings.k, trace.seeds, trace.edges, alive,
                                    {n.paper.id: n.paper.title for n in trace.nodes},
-                                   [n.paper.id for n in trace.nodes if n.role == "text"], trace.query_hits,
+                                   text_candidate_ids(trace), trace.query_hits,
                                    query_restart=settings.personalization == "query" or settings.fusion != "none",
                                    parts=score_parts(ranked, settings.ranker, settings, top, trace.query_hits))
     if trace.library is not None:

@@ -46,23 +46,31 @@ FILL_MODES = ("text", "hop", "hop+text", "off")
 
 def add_text_candidates(graph: ExpandedGraph, papers: dict[str, Paper], source: PaperSource,
                         query_hits: list[SearchHit], query_papers: dict[str, Paper], seed_ids: set[str],
-                        settings: PipelineSettings, limit: int | None = None) -> list[str]:
-    """Add the top ``settings.text_candidates`` full-query hits outside V to V (with ``limit``: the first
-    ``limit`` hits outside V, in search order); return their ids.
+                        settings: PipelineSettings, limit: int | None = None,
+                        returnable: set[str] | None = None) -> list[str]:
+    """Add the top ``settings.text_candidates`` full-query hits outside V to V; return their ids. With
+    ``limit`` (the sparse-pool fill): the first ``limit`` hits, in search order, that the ranking cannot return
+    yet — outside V, or, with ``returnable`` (:func:`rankable`), in V without any citation in E (a seed with no
+    reference or citer inside the graph, which isolation pruning would drop although the search ranks it
+    first) — those in V become text candidates where they are.
 
     Their citation edges inside V join E (with hops = 1, only those with a seed at the other end) and
     are scored like any other; the candidates are exempt from isolation pruning (their evidence is the
     text match, recorded in the trace's ``query_hits``).
     """
     in_graph = set(graph.nodes)
-    hits = query_hits if limit is not None else query_hits[: settings.text_candidates]
-    text_ids = [h.paper_id for h in hits if h.paper_id not in in_graph and h.paper_id in query_papers]
-    if limit is not None:
-        text_ids = text_ids[:limit]
+    if limit is None:
+        text_ids = [h.paper_id for h in query_hits[: settings.text_candidates]
+                    if h.paper_id not in in_graph and h.paper_id in query_papers]
+    else:
+        skip = in_graph if returnable is None else returnable
+        text_ids = [h.paper_id for h in query_hits
+                    if h.paper_id not in skip and (h.paper_id in query_papers or h.paper_id in papers)][:limit]
+    new = [n for n in text_ids if n not in in_graph]
     if text_ids:
         text_set = set(text_ids)
-        graph.nodes = graph.nodes + text_ids
-        papers.update({n: query_papers[n] for n in text_ids})
+        graph.nodes = graph.nodes + new
+        papers.update({n: query_papers[n] for n in new})
         extra = [(u, v) for u, v in source.edges_among(graph.nodes) if u in text_set or v in text_set]
         if settings.hops < 1.5:
             extra = [(u, v) for u, v in extra if u in seed_ids or v in seed_ids]
@@ -108,10 +116,12 @@ def fill_sparse_pool(graph: ExpandedGraph, papers: dict[str, Paper], source: Pap
                      text_ids: list[str], mode: str | None = None) -> tuple[list[str], list[str], str | None]:
     """When V holds fewer than k papers the ranking can return (:func:`rankable`: a sparse citation graph), fill
     it: ``hop`` adds a second citation hop around the first ring (:func:`second_hop`), then ``text`` adds
-    full-query search hits outside V, in search order, until k can be returned (only where text candidates
-    are on: ``text_candidates`` > 0). Returns (papers added by the hop, by the search, the warning that says
-    so); nothing changes — and no warning — when k papers can be returned already, there is no seed, or
-    ``mode`` is off."""
+    full-query search hits the ranking cannot return yet, in search order, until k can be returned (only where
+    text candidates are on: ``text_candidates`` > 0): hits outside V, and hits in V without any citation in E —
+    on a corpus without citations those are the seeds, the search's best hits, which would otherwise be pruned
+    as isolated while the fill added the hits after them. Returns (papers added by the hop, by the search, the
+    warning that says so); nothing changes — and no warning — when k papers can be returned already, there is
+    no seed, or ``mode`` is off."""
     k, before = settings.k, len(rankable(graph, text_ids))
     mode = POOL_FILL if mode is None else mode
     if mode == "off" or before >= k or not seed_ids:
@@ -119,12 +129,16 @@ def fill_sparse_pool(graph: ExpandedGraph, papers: dict[str, Paper], source: Pap
     hop = second_hop(graph, papers, source, settings) if "hop" in mode else []
     text: list[str] = []
     have = len(rankable(graph, text_ids))
+    in_graph = set(graph.nodes)
     if "text" in mode and settings.text_candidates > 0 and have < k:
         text = add_text_candidates(graph, papers, source, query_hits, query_papers, seed_ids, settings,
-                                   limit=k - have)
+                                   limit=k - have, returnable=rankable(graph, text_ids))
     after = len(rankable(graph, text_ids + text))
-    parts = ([f"{len(hop):,} papers two citation hops from the seeds"] if hop else []) + \
-            ([f"{len(text):,} more full-query search hits as text candidates"] if text else [])
+    parts = [f"{len(hop):,} papers two citation hops from the seeds"] if hop else []
+    if text:
+        already = sum(t in in_graph for t in text)
+        parts.append(f"{len(text):,} more full-query search hits as text candidates"
+                     + (f" ({already:,} of them already in the graph, without a citation there)" if already else ""))
     note = (f"sparse citation graph: the seeds, their references and citers and the text candidates give "
             f"{before:,} papers to rank, fewer than k = {k}; " + (f"added {' and '.join(parts)} ({after:,} to rank)"
                                                                   if parts else "nothing more to add"))

@@ -92,7 +92,11 @@ def decide_seed_fates(seeds: Sequence[Seed], alive: set[str], degree: Counter[st
                       rules: Mapping[str, Counter[str]]) -> None:
     """Set each seed's ``fate`` (kept/pruned) and ``fate_reason`` (``rules[p]``: the rules that pruned p's edges)."""
     for s in seeds:
-        if s.paper_id in alive:
+        if s.paper_id in alive and not degree[s.paper_id]:  # the sparse-pool fill kept it as a text candidate
+            s.fate = "kept"
+            s.fate_reason = ("kept as a text candidate (its full-query search rank): no references or citers "
+                             "inside the graph")
+        elif s.paper_id in alive:
             s.fate = "kept"
             s.fate_reason = f"kept: {kept_degree[s.paper_id]} of {degree[s.paper_id]} edges kept"
         elif degree[s.paper_id]:
