@@ -32,7 +32,7 @@ from crase_core.ranking.affinity import RULE_AUDITOR, surviving_nodes
 from crase_core.ranking.rankers import get_ranker, ranker_names
 from crase_core.records import AppliedVerdict, Counters, EdgeRecord, RankingResult
 from crase_core.retrieval.library import mark_in_library
-from crase_core.stages.pruning import decide_seed_fates, node_prune_reason
+from crase_core.stages.pruning import decide_seed_fates, edge_tallies, node_prune_reason
 from crase_core.stages.ranking import is_ranking_note, place_nodes, rank_graph, ranked_results, score_parts
 from crase_core.trace import RunTrace
 from crase_core.views.terminal import printable
@@ -181,16 +181,7 @@ def refate(trace: RunTrace, audited: Iterable[tuple[str, str]] = ()) -> set[str]
     A seed pruned with edges that ``audited`` names (pruned by an auditor) says so."""
     ids = [n.paper.id for n in trace.nodes]
     alive = surviving_nodes(ids, trace.edges) | set(text_candidate_ids(trace))
-    degree: Counter[str] = Counter()
-    kept_degree: Counter[str] = Counter()
-    rules: dict[str, Counter[str]] = {}
-    for e in trace.edges:
-        degree.update((e.citing, e.cited))
-        if e.kept:
-            kept_degree.update((e.citing, e.cited))
-        else:
-            for end in (e.citing, e.cited):
-                rules.setdefault(end, Counter())[e.rule] += 1
+    degree, kept_degree, rules = edge_tallies(trace.edges)
     for n in trace.nodes:
         n.kept = n.paper.id in alive
         n.prune_reason = "" if n.kept else node_prune_reason(degree[n.paper.id])

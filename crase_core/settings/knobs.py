@@ -18,7 +18,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,3 +250,22 @@ def _type_name(t: type) -> str:
 def values_of(obj: Any) -> dict[str, Any]:
     """Field name → value for every knob field of ``obj`` (secrets included: keep it internal)."""
     return {s.name: getattr(obj, s.name) for s in specs(type(obj))}
+
+
+T = typing.TypeVar("T")
+
+
+def from_options(cls: type[T], options: Mapping[str, Any] | T | None, service: str) -> T:
+    """An instance of the settings class ``cls`` from a plain mapping (or ``cls`` itself, returned as is);
+    :class:`InputError` naming the unknown keys and the valid ones, or a bad value."""
+    if isinstance(options, cls):
+        return options
+    values: dict[str, Any] = dict(typing.cast(Mapping[str, Any], options or {}))
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise InputError(f"unknown {service} setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+    try:
+        return cls(**values)
+    except TypeError as e:
+        raise InputError(f"bad {service} settings: {e}") from None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from crase_core.errors import InputError
-from crase_core.settings.knobs import check, knob, spec
+from crase_core.settings.knobs import check, from_options, knob, spec
 
 PER_PAGE_MAX = 200  # documented: per-page 1…200
 OR_MAX = 50  # documented: up to 50 values in one filter's OR (|)
@@ -72,14 +72,7 @@ class OpenAlexSettings:
     @classmethod
     def from_options(cls, options: dict[str, Any] | OpenAlexSettings | None) -> OpenAlexSettings:
         """Settings from a plain dict (unknown keys are an :class:`InputError` naming the valid ones)."""
-        if isinstance(options, OpenAlexSettings):
-            return options
-        options = dict(options or {})
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise InputError(f"unknown OpenAlex setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-        return cls(**options)
+        return from_options(cls, options, "OpenAlex")
 
     @staticmethod
     def help(name: str) -> str:

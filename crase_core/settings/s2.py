@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from crase_core.errors import InputError
 from crase_core.settings import environment
-from crase_core.settings.knobs import check, knob, spec
+from crase_core.settings.knobs import check, from_options, knob, spec
 
 DEFAULT_BASE_URL = "https://api.semanticscholar.org/graph/v1"
 
@@ -72,18 +72,7 @@ class S2Settings:
     @classmethod
     def from_options(cls, options: dict[str, Any] | S2Settings | None) -> S2Settings:
         """Settings from a plain dict (unknown keys are an :class:`InputError` naming the valid ones)."""
-        if isinstance(options, S2Settings):
-            return options
-        options = dict(options or {})
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise InputError(f"unknown Semantic Scholar setting(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(sorted(names))}")
-        try:
-            return cls(**options)
-        except TypeError as e:
-            raise InputError(f"bad Semantic Scholar settings: {e}") from None
+        return from_options(cls, options, "Semantic Scholar")
 
     @staticmethod
     def help(name: str) -> str:

@@ -35,6 +35,22 @@ class Pruning:
     alive: set[str]
 
 
+def edge_tallies(edges: Sequence[EdgeRecord]) -> tuple[Counter[str], Counter[str], dict[str, Counter[str]]]:
+    """(degree, kept degree, the rules of the pruned edges) of every paper the ``edges`` touch: what the node
+    and seed fates are decided from."""
+    degree: Counter[str] = Counter()
+    kept_degree: Counter[str] = Counter()
+    rules: dict[str, Counter[str]] = {}
+    for e in edges:
+        degree.update((e.citing, e.cited))
+        if e.kept:
+            kept_degree.update((e.citing, e.cited))
+        else:
+            for end in (e.citing, e.cited):
+                rules.setdefault(end, Counter())[e.rule] += 1
+    return degree, kept_degree, rules
+
+
 def edge_theta(scorer: str, settings: PipelineSettings) -> float:
     """The θ of Eq. 3 for an edge whose matrix ``scorer`` decided: ``settings.theta`` for a model's matrix
     ("model"), ``settings.theta_lexical`` for the offline lexical scorer's ("offline": the offline backend,
@@ -124,16 +140,7 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
     edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year,
                          scorers.get((u, v), (OFFLINE, ""))) for u, v in graph.edges]
     alive = surviving_nodes(graph.nodes, edges) | set(expansion.text_ids)
-    degree: Counter[str] = Counter()
-    kept_degree: Counter[str] = Counter()
-    rules: dict[str, Counter[str]] = {}
-    for e in edges:
-        degree.update((e.citing, e.cited))
-        if e.kept:
-            kept_degree.update((e.citing, e.cited))
-        else:
-            for end in (e.citing, e.cited):
-                rules.setdefault(end, Counter())[e.rule] += 1
+    degree, kept_degree, rules = edge_tallies(edges)
     nodes = node_records(expansion, alive, degree)
     decide_seed_fates(seeds, alive, degree, kept_degree, rules)
     emit(progress, "pruning", len(graph.edges), len(graph.edges),
