@@ -381,6 +381,7 @@ def test_dense_embedding_cache_concurrent_first_writers(tmp_path, monkeypatch):
     assert again.emb.tolist() == [[float(i), 1.0] for i in range(5)]
 
 
+@pytest.mark.fault_kind("app-model-endpoint-down")
 def test_a_model_endpoint_that_is_down_says_what_to_do_here_and_hides_the_earlier_results(app_env, tmp_path,
                                                                                             monkeypatch):
     """The endpoint nobody listens on: the message names what to do in the app (not the CLI's --base-url),

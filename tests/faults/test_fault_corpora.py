@@ -142,6 +142,7 @@ def test_byte_order_mark_is_accepted(capsys, tmp_path, clean_ranked):
     _same_list(r.out, clean_ranked)
 
 
+@pytest.mark.fault_kind("corpus-record-without-id")
 def test_record_without_id_is_dropped_and_reported(capsys, tmp_path, clean_ranked):
     d = write_corpus(tmp_path / "c")
     with open(d / "papers.jsonl", "a", encoding="utf-8") as f:

@@ -50,6 +50,7 @@ def test_spill_file_damaged_during_the_build(tmp_path, monkeypatch, caplog, dama
     assert LocalSource.open(corpus).corpus.store is not None
 
 
+@pytest.mark.fault_kind("corpus-bad-citations")
 def test_a_long_unknown_id_does_not_drop_the_other_lines_of_its_block(tmp_path, monkeypatch):
     """A citations block is looked up all at once; one line naming an unknown id longer than every corpus id
     made the whole block miss (the ids' hashes were compared at another width), dropping every edge in it."""

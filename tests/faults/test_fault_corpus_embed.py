@@ -66,6 +66,7 @@ def no_feedback(capsys, folder: Path) -> None:
     assert r.code == 0 and "Semantic feedback off: no embeddings for the corpus tiny" in r.out, r.out
 
 
+@pytest.mark.fault_kind("embed-endpoint-down")
 def test_an_endpoint_that_is_down_is_one_line(capsys, corpus):
     with FakeOpenAI() as server:
         url = server.base_url
@@ -75,14 +76,19 @@ def test_an_endpoint_that_is_down_is_one_line(capsys, corpus):
 
 
 @pytest.mark.parametrize("kind, why", [
-    ("500", "answered HTTP 500"),
-    ("emb_nan", "returned vectors that are not finite numbers (NaN or infinity)"),
-    ("bad_json_body", "answered HTTP 200 with a body that is not JSON"),
-    ("emb_deep", "a body that is not JSON (or nested too deeply)"),
-    ("emb_missing", "returned 1 embeddings for 2 texts"),
-    ("wrong_shape_body", "JSON that is not an embeddings answer (no 'data' list)"),
-    ("emb_huge", "the answer is 41,943,052 bytes (the limit is 32 MiB)"),
-    ("drop_mid_body", "the connection to"),
+    pytest.param("500", "answered HTTP 500", marks=pytest.mark.fault_kind("embed-5xx-always")),
+    pytest.param("emb_nan", "returned vectors that are not finite numbers (NaN or infinity)",
+                 marks=pytest.mark.fault_kind("embed-nan-vectors")),
+    pytest.param("bad_json_body", "answered HTTP 200 with a body that is not JSON",
+                 marks=pytest.mark.fault_kind("embed-200-not-json")),
+    pytest.param("emb_deep", "a body that is not JSON (or nested too deeply)",
+                 marks=pytest.mark.fault_kind("embed-200-not-json")),
+    pytest.param("emb_missing", "returned 1 embeddings for 2 texts", marks=pytest.mark.fault_kind("embed-missing-vectors")),
+    pytest.param("wrong_shape_body", "JSON that is not an embeddings answer (no 'data' list)",
+                 marks=pytest.mark.fault_kind("embed-wrong-shape")),
+    pytest.param("emb_huge", "the answer is 41,943,052 bytes (the limit is 32 MiB)",
+                 marks=pytest.mark.fault_kind("embed-answer-over-cap")),
+    pytest.param("drop_mid_body", "the connection to", marks=pytest.mark.fault_kind("embed-drop-mid-body-always")),
 ])
 def test_a_persistent_bad_answer_stops_the_job_with_one_line_and_writes_nothing(capsys, llm, corpus, kind, why):
     llm.add(kind, count=-1, path="/embeddings")
@@ -95,6 +101,7 @@ def test_a_persistent_bad_answer_stops_the_job_with_one_line_and_writes_nothing(
 
 @pytest.mark.parametrize("kind", ["500", "503", "429", "emb_nan", "bad_json_body", "emb_deep", "emb_missing",
                                   "drop", "drop_mid_body"])
+@pytest.mark.fault_kind("embed-fault-once")
 def test_a_passing_fault_is_retried_to_the_same_file(capsys, llm, corpus, tmp_path, tiny_corpus_dir, kind):
     want = reference(capsys, llm, tmp_path, tiny_corpus_dir)
     llm.add(kind, count=1, path="/embeddings", retry_after="0" if kind in ("429", "503") else None)
@@ -103,6 +110,7 @@ def test_a_passing_fault_is_retried_to_the_same_file(capsys, llm, corpus, tmp_pa
     assert llm.counts.get(kind) == 1 and file_hash(corpus) == want
 
 
+@pytest.mark.fault_kind("embed-slow-first-byte")
 def test_a_slow_endpoint_times_out_per_request(capsys, llm, corpus):
     llm.add("slow_first_byte", count=-1, path="/embeddings", delay=5.0)
     t = time.monotonic()
@@ -111,6 +119,7 @@ def test_a_slow_endpoint_times_out_per_request(capsys, llm, corpus):
     assert "no complete answer from" in error and "within 0.5 s (2 attempts)" in error
 
 
+@pytest.mark.fault_kind("embed-trickle")
 def test_a_trickling_endpoint_is_cut_at_the_timeout(capsys, llm, corpus):
     llm.add("trickle", count=-1, path="/embeddings", delay=0.2)
     t = time.monotonic()
@@ -118,6 +127,7 @@ def test_a_trickling_endpoint_is_cut_at_the_timeout(capsys, llm, corpus):
     assert time.monotonic() - t < 20 and "within 1 s (1 attempts)" in error
 
 
+@pytest.mark.fault_kind("embed-dimension-changes")
 def test_vectors_of_another_length_stop_the_job_at_once(capsys, llm, corpus):
     """A dimension that changes between batches (the endpoint swapped models) must never mix in one file."""
     llm.add("emb_wrong_dim", count=-1, path="/embeddings")
@@ -130,6 +140,7 @@ def test_vectors_of_another_length_stop_the_job_at_once(capsys, llm, corpus):
     assert embed(capsys, llm, corpus, "--fresh").code == 0  # --fresh starts over with one model
 
 
+@pytest.mark.fault_kind("embed-key-for-another-url")
 def test_a_key_refused_is_one_line_and_never_printed(capsys, llm, corpus, monkeypatch):
     monkeypatch.setenv("EMB_KEY", "sk-secret-123")
     r = embed(capsys, llm, corpus, "--api-key-env", "EMB_KEY")
@@ -143,6 +154,7 @@ def test_a_key_refused_is_one_line_and_never_printed(capsys, llm, corpus, monkey
 
 # --- interruptions --------------------------------------------------------------------------------------------
 
+@pytest.mark.fault_kind("embed-budget-runs-out")
 def test_the_call_budget_stops_the_job_and_the_rerun_continues(capsys, llm, corpus, tmp_path, tiny_corpus_dir):
     want = reference(capsys, llm, tmp_path, tiny_corpus_dir)
     before = len(llm.embedding_requests())
@@ -159,6 +171,7 @@ def test_the_call_budget_stops_the_job_and_the_rerun_continues(capsys, llm, corp
     assert not list(folder_embeddings_file(corpus).parent.glob(".partial-*"))
 
 
+@pytest.mark.fault_kind("embed-torn-last-row", "embed-damaged-partial-rows")
 def test_a_torn_last_row_is_cut_and_rows_that_fail_a_check_start_over(capsys, llm, corpus, tmp_path,
                                                                        tiny_corpus_dir):
     want = reference(capsys, llm, tmp_path, tiny_corpus_dir)
@@ -178,6 +191,7 @@ def test_a_torn_last_row_is_cut_and_rows_that_fail_a_check_start_over(capsys, ll
     assert r.code == 0 and "fail a check" in r.err and file_hash(corpus) == want
 
 
+@pytest.mark.fault_kind("embed-crash-between-renames")
 def test_a_crash_between_the_two_renames_leaves_a_file_no_query_uses(capsys, llm, corpus):
     assert embed(capsys, llm, corpus).code == 0
     path = folder_embeddings_file(corpus)
@@ -190,6 +204,7 @@ def test_a_crash_between_the_two_renames_leaves_a_file_no_query_uses(capsys, llm
     assert crase(capsys, "corpus", "check", corpus).code == 0
 
 
+@pytest.mark.fault_kind("embed-killed-mid-job")
 def test_a_killed_job_resumes_and_writes_the_same_file(capsys, corpus, tmp_path, tiny_corpus_dir):
     """SIGKILL in the middle of the job (after its first round is on disk): the rerun embeds the rest only."""
     with FakeOpenAI(latency=0.3) as server:
@@ -213,6 +228,7 @@ def test_a_killed_job_resumes_and_writes_the_same_file(capsys, corpus, tmp_path,
         assert file_hash(corpus) == want
 
 
+@pytest.mark.fault_kind("embed-bad-options")
 def test_bad_options_are_refused_before_anything_runs(capsys, corpus):
     assert "say which embedder" in one_error(crase(capsys, "corpus", "embed", corpus))
     assert "say which embedder" in one_error(crase(capsys, "corpus", "embed", corpus, "--minilm", "--base-url",

@@ -80,16 +80,19 @@ def _query_without_feedback(capsys, why: str) -> None:
     assert ranked(r.out).replace(notes[0] + "\n", "") == ranked(off.out)  # exactly the run without the feedback
 
 
+@pytest.mark.fault_kind("embeddings-empty-file")
 def test_an_empty_shipped_embeddings_file_turns_the_feedback_off(capsys, shipped):
     shipped.write_bytes(b"")
     _query_without_feedback(capsys, "the file has 0 bytes, its manifest says 22,698,368: truncated or replaced")
 
 
+@pytest.mark.fault_kind("embeddings-lying-header")
 def test_a_header_claiming_a_billion_columns_allocates_nothing(capsys, shipped):
     _lying_header(shipped, 29555, 10**9)
     _query_without_feedback(capsys, "its header says 29,555 × 1,000,000,000 float16")
 
 
+@pytest.mark.fault_kind("embeddings-shuffled-rows")
 def test_shuffled_rows_are_never_used(capsys, shipped, hepth_source):
     with open(shipped, "rb") as f:
         head = f.read(128)
@@ -104,13 +107,17 @@ def test_shuffled_rows_are_never_used(capsys, shipped, hepth_source):
 
 
 @pytest.mark.parametrize("damage, why", [
-    ("truncate", "the file has 11,349,184 bytes, its manifest says 22,698,368: truncated or replaced"),
-    ("no manifest", "its manifest hepth-fca14e40e654ab16-all-MiniLM-L6-v2.f16.json is missing"),
-    ("manifest not json", "is not valid JSON"),
-    ("manifest huge", "is larger than 64 KiB"),
-    ("manifest fifo", "is not a regular file"),
-    ("manifest other corpus", "they were written for corpus other with fingerprint 0123456789abcdef"),
-    ("flipped byte", "its bytes do not match the SHA-256"),
+    pytest.param("truncate", "the file has 11,349,184 bytes, its manifest says 22,698,368: truncated or replaced",
+                 marks=pytest.mark.fault_kind("embeddings-truncated-file")),
+    pytest.param("no manifest", "its manifest hepth-fca14e40e654ab16-all-MiniLM-L6-v2.f16.json is missing",
+                 marks=pytest.mark.fault_kind("embeddings-manifest-missing")),
+    pytest.param("manifest not json", "is not valid JSON", marks=pytest.mark.fault_kind("embeddings-manifest-garbage")),
+    pytest.param("manifest huge", "is larger than 64 KiB", marks=pytest.mark.fault_kind("embeddings-manifest-over-cap")),
+    pytest.param("manifest fifo", "is not a regular file", marks=pytest.mark.fault_kind("embeddings-manifest-fifo")),
+    pytest.param("manifest other corpus", "they were written for corpus other with fingerprint 0123456789abcdef",
+                 marks=pytest.mark.fault_kind("embeddings-other-corpus")),
+    pytest.param("flipped byte", "its bytes do not match the SHA-256",
+                 marks=pytest.mark.fault_kind("embeddings-flipped-byte")),
 ])
 def test_every_damaged_shipped_file_is_refused_with_its_reason(shipped, hepth_source, damage, why):
     c = hepth_source.corpus
@@ -139,6 +146,7 @@ def test_every_damaged_shipped_file_is_refused_with_its_reason(shipped, hepth_so
     assert "\n" not in lookup.problem
 
 
+@pytest.mark.fault_support
 def test_the_intact_copy_is_used_and_check_says_it_is_sound(capsys, shipped, hepth_source):
     c = hepth_source.corpus
     assert find_embeddings(None, c.name, c.fingerprint, len(c)).embeddings is not None
@@ -157,6 +165,7 @@ def _write(folder: Path, source: LocalSource, matrix: np.ndarray, dtype: str = "
     return path
 
 
+@pytest.mark.fault_kind("embeddings-rows-not-unit", "embeddings-rows-not-finite")
 def test_rows_that_are_not_unit_vectors_or_not_finite_are_refused_even_with_a_matching_checksum(tmp_path,
                                                                                                  tiny_corpus_dir):
     folder = tmp_path / "tiny"
@@ -172,6 +181,7 @@ def test_rows_that_are_not_unit_vectors_or_not_finite_are_refused_even_with_a_ma
         assert lookup.embeddings is None and why in str(lookup.problem)
 
 
+@pytest.mark.fault_kind("embeddings-pickled-array")
 def test_a_pickled_object_array_is_never_unpickled(tmp_path, tiny_corpus_dir):
     folder = tmp_path / "tiny"
     shutil.copytree(tiny_corpus_dir, folder)
@@ -186,6 +196,7 @@ def test_a_pickled_object_array_is_never_unpickled(tmp_path, tiny_corpus_dir):
     assert load_embeddings(path, len(source.corpus), source.corpus.fingerprint) is None
 
 
+@pytest.mark.fault_kind("embeddings-corpus-grew")
 def test_embeddings_of_a_corpus_that_grew_are_refused_until_embedded_again(capsys, tmp_path, tiny_corpus_dir):
     """After ``corpus add`` the fingerprint changes: the old rows are not used for the new corpus (a query says
     how to embed the new papers) and ``corpus check`` says the same."""

@@ -41,6 +41,7 @@ def _nothing_left(dest: Path) -> None:
     assert not [p for p in dest.parent.iterdir() if p.name.startswith(f".{dest.name}.")]  # no temp folder
 
 
+@pytest.mark.fault_kind("import-truncated-gzip")
 def test_truncated_gzip_part(tmp_path):
     part = _snapshot(tmp_path / "snap") / "works" / "updated_date=2022-01-02" / "part_000.gz"
     data = part.read_bytes()
@@ -51,6 +52,7 @@ def test_truncated_gzip_part(tmp_path):
     _nothing_left(tmp_path / "dest")
 
 
+@pytest.mark.fault_kind("import-broken-json-line")
 def test_broken_json_line_names_file_and_line(tmp_path):
     lines = [json.dumps(WORKS[0]).encode() + b"\n", b'{"id": "https://openalex.org/W1", "title": "cut her\n']
     snap = _snapshot(tmp_path / "snap", lines)
@@ -60,6 +62,7 @@ def test_broken_json_line_names_file_and_line(tmp_path):
     _nothing_left(tmp_path / "dest")
 
 
+@pytest.mark.fault_kind("import-huge-line")
 def test_huge_line_is_refused_not_read_into_memory(tmp_path):
     snap = _snapshot(tmp_path / "snap", [json.dumps(WORKS[0]).encode() + b"\n", b'{"id": "' + b"W" * (65 << 20)])
     r = _import(snap, tmp_path / "dest", tmp_path / "cache")
@@ -70,6 +73,7 @@ def test_huge_line_is_refused_not_read_into_memory(tmp_path):
 @pytest.mark.parametrize("url", ["s3://openalex/data/works/../../secret/part_000.gz", "/etc/passwd",
                                  "file:///etc/hostname", "s3://openalex/data/works/updated_date=2022-01-02/../../../x.gz",
                                  "updated_date=2022-01-02/part_000.gz/../../../secret/part_000.gz"])
+@pytest.mark.fault_kind("import-manifest-outside-the-folder")
 def test_a_manifest_pointing_outside_the_folder_reads_nothing_there(tmp_path, url):
     snap = _snapshot(tmp_path / "snap")
     secret = _part(tmp_path / "snap" / "secret" / "part_000.gz",  # valid works that must never be imported
@@ -85,6 +89,7 @@ def test_a_manifest_pointing_outside_the_folder_reads_nothing_there(tmp_path, ur
     assert b"SECRET" not in (tmp_path / "dest" / "papers.jsonl").read_bytes() and secret.is_file()
 
 
+@pytest.mark.fault_kind("import-damaged-manifest")
 def test_damaged_manifest(tmp_path):
     snap = _snapshot(tmp_path / "snap")
     (snap / "works" / "manifest").write_text('{"entries": [{"url": 5}]}')
@@ -96,6 +101,7 @@ def test_damaged_manifest(tmp_path):
     _nothing_left(tmp_path / "dest")
 
 
+@pytest.mark.fault_kind("import-missing-files")
 def test_missing_files(tmp_path):
     (tmp_path / "empty").mkdir()
     r = _import(tmp_path / "empty", tmp_path / "d1", tmp_path / "cache")
@@ -112,6 +118,7 @@ def test_missing_files(tmp_path):
         _nothing_left(tmp_path / d)
 
 
+@pytest.mark.fault_kind("import-duplicate-ids", "import-record-without-id")
 def test_duplicate_ids_keep_the_first_and_are_counted(tmp_path):
     src = tmp_path / "s2"
     rec = {"corpusid": 5, "title": "First", "year": 2001, "authors": []}
@@ -127,6 +134,7 @@ def test_duplicate_ids_keep_the_first_and_are_counted(tmp_path):
     assert titles == ["First", "Other"]
 
 
+@pytest.mark.fault_kind("import-hostile-text")
 def test_hostile_text_is_one_line_and_never_reaches_the_terminal(tmp_path):
     bad = dict(WORKS[0], title="evil\x1b[2J\x07title\nwith a break", abstract_inverted_index={"\x1b]0;pwn\x07": [0]})
     r = _import(_snapshot(tmp_path / "snap", [json.dumps(bad).encode() + b"\n"]), tmp_path / "dest", tmp_path / "cache")
@@ -136,6 +144,7 @@ def test_hostile_text_is_one_line_and_never_reaches_the_terminal(tmp_path):
     assert "\x1b" not in r.stdout + r.stderr
 
 
+@pytest.mark.fault_kind("import-dest-exists")
 def test_dest_that_exists_is_left_alone(tmp_path):
     dest = tmp_path / "dest"
     dest.write_text("a file of mine")
@@ -156,6 +165,7 @@ def _big_source(path: Path, n: int) -> Path:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.fault_kind("import-interrupted")
 def test_an_interrupted_import_leaves_no_dest(tmp_path, sig):
     src = _big_source(tmp_path / "big" / "works.jsonl.gz", 40_000)
     dest, cache = tmp_path / "dest", tmp_path / "cache"

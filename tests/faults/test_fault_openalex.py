@@ -39,6 +39,7 @@ def source_for(api: FakeOpenAlex, tmp_path: Path, **kw) -> OpenAlexSource:
     return OpenAlexSource(OpenAlexClient(settings, api_key=KEY))
 
 
+@pytest.mark.fault_kind("openalex-429-retry-after")
 def test_429_with_retry_after_is_waited_for_then_answered(api, tmp_path):
     api.faults.append(Fault("/works", status=429, headers={"Retry-After": "1"}))
     source = source_for(api, tmp_path)
@@ -48,6 +49,7 @@ def test_429_with_retry_after_is_waited_for_then_answered(api, tmp_path):
     assert source.stats.retries == 1 and len(api.requests) == 2
 
 
+@pytest.mark.fault_kind("openalex-429-too-long")
 def test_a_retry_after_beyond_the_limit_stops_at_once(api, tmp_path):
     api.faults.append(Fault("/works", status=429, headers={"Retry-After": "3600"}))
     with pytest.raises(SourceError) as e:
@@ -58,6 +60,7 @@ def test_a_retry_after_beyond_the_limit_stops_at_once(api, tmp_path):
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+@pytest.mark.fault_kind("openalex-error-status-always")
 def test_persistent_failures_are_retried_then_one_line(api, tmp_path, status):
     api.faults.extend(Fault("/works", status=status) for _ in range(3))
     with pytest.raises(SourceError) as e:
@@ -66,6 +69,7 @@ def test_persistent_failures_are_retried_then_one_line(api, tmp_path, status):
     assert len(api.requests) == 3
 
 
+@pytest.mark.fault_kind("openalex-5xx-once", "openalex-drop-mid-body-once")
 def test_a_failure_that_passes_is_retried_to_the_right_answer(api, tmp_path):
     api.faults.append(Fault("/works", status=503))
     api.faults.append(Fault("/works", cut_after=20, status=200, raw=b'{"meta": {"count": 3}, "results": []}'))
@@ -74,10 +78,13 @@ def test_a_failure_that_passes_is_retried_to_the_right_answer(api, tmp_path):
 
 
 @pytest.mark.parametrize("raw, why", [
-    (b"<html>rate limited</html>", "is not valid JSON"),
-    (b"[" * 100_000, "is not valid JSON"),
-    (b'{"results": "x", "meta": {}}', "does not have the documented shape (expected an object with a 'meta' object"),
-    (b'{"meta": {"count": 1}}', "does not have the documented shape"),
+    pytest.param(b"<html>rate limited</html>", "is not valid JSON", marks=pytest.mark.fault_kind("openalex-200-not-json")),
+    pytest.param(b"[" * 100_000, "is not valid JSON", marks=pytest.mark.fault_kind("openalex-200-not-json")),
+    pytest.param(b'{"results": "x", "meta": {}}',
+                 "does not have the documented shape (expected an object with a 'meta' object",
+                 marks=pytest.mark.fault_kind("openalex-wrong-shape")),
+    pytest.param(b'{"meta": {"count": 1}}', "does not have the documented shape",
+                 marks=pytest.mark.fault_kind("openalex-wrong-shape")),
 ])
 def test_garbage_answers_stop_with_one_line_and_are_not_cached(api, tmp_path, raw, why):
     api.faults.extend(Fault("/works", status=200, raw=raw) for _ in range(1))
@@ -87,6 +94,7 @@ def test_garbage_answers_stop_with_one_line_and_are_not_cached(api, tmp_path, ra
     assert [h.paper.id for h in source_for(api, tmp_path).search(QUERY, 10)] == api.search_ranking(QUERY)[:10]
 
 
+@pytest.mark.fault_kind("openalex-hostile-works")
 def test_works_with_unusable_ids_or_hostile_fields_are_dropped_and_the_answer_not_cached(api, tmp_path):
     hub = api.works["W2741809807"]
     hub["referenced_works"] = hub["referenced_works"] + ["../../etc/passwd", "https://openalex.org/W1?x=1", 7]
@@ -105,6 +113,7 @@ def test_works_with_unusable_ids_or_hostile_fields_are_dropped_and_the_answer_no
     assert len(api.requests) == before + 1
 
 
+@pytest.mark.fault_kind("openalex-trickle")
 def test_a_slow_or_trickling_api_times_out_within_the_bound(api, tmp_path):
     api.faults.extend(Fault("/works", status=200, trickle=0.5, raw=b'{"meta": {}, "results": []}') for _ in range(2))
     t = time.monotonic()
@@ -115,6 +124,7 @@ def test_a_slow_or_trickling_api_times_out_within_the_bound(api, tmp_path):
 
 
 @pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.fault_kind("openalex-key-refused")
 def test_a_refused_key_stops_and_never_shows_the_key(api, tmp_path, status):
     api.faults.append(Fault("/works", status=status))
     with pytest.raises(SourceError) as e:
@@ -123,6 +133,7 @@ def test_a_refused_key_stops_and_never_shows_the_key(api, tmp_path, status):
     assert KEY not in str(e.value) and len(api.requests) == 1
 
 
+@pytest.mark.fault_kind("openalex-nothing-listening")
 def test_the_cli_with_the_api_down_is_one_line(capsys, tmp_path):
     server = FakeOpenAlex()
     url = server.start()
@@ -132,6 +143,7 @@ def test_the_cli_with_the_api_down_is_one_line(capsys, tmp_path):
     assert error.startswith(f"OpenAlex: could not be reached at {url} (ConnectError") and "--openalex-base-url" in error
 
 
+@pytest.mark.fault_kind("openalex-neighbour-list-fails")
 def test_a_neighbour_list_that_fails_is_skipped_when_asked(api, tmp_path):
     source = source_for(api, tmp_path, on_neighbor_error="skip")
     api.faults.extend(Fault("/works", status=500) for _ in range(3))

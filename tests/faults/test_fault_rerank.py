@@ -55,6 +55,7 @@ def _unchanged(path: Path, before: bytes) -> None:
     ("9802001:9801001:x", "the run has no edge 9802001:9801001:x"),
     ("a" * 5000 + ":b", "is longer than 600 characters"),
 ])
+@pytest.mark.fault_kind("rerank-malformed-or-unknown-edge")
 def test_malformed_or_unknown_edge(capsys, tmp_path, run, edge, message):
     before = run.read_bytes()
     r = crase(capsys, "rerank", run, "--prune", edge, "--json", tmp_path / "new.json")
@@ -64,6 +65,7 @@ def test_malformed_or_unknown_edge(capsys, tmp_path, run, edge, message):
     _unchanged(run, before)
 
 
+@pytest.mark.fault_kind("rerank-edge-pruned-and-kept")
 def test_an_edge_both_pruned_and_kept(capsys, tmp_path, run):
     edge = _kept_edge(run)
     r = crase(capsys, "rerank", run, "--prune", edge, "--keep", edge, "--json", tmp_path / "new.json")
@@ -71,6 +73,7 @@ def test_an_edge_both_pruned_and_kept(capsys, tmp_path, run):
     assert not (tmp_path / "new.json").exists()
 
 
+@pytest.mark.fault_kind("rerank-output-is-the-parent")
 def test_the_new_run_over_its_parent_is_refused(capsys, tmp_path, run):
     copy = tmp_path / "run.json"
     copy.write_bytes(run.read_bytes())
@@ -82,6 +85,7 @@ def test_the_new_run_over_its_parent_is_refused(capsys, tmp_path, run):
 
 
 @pytest.mark.parametrize("kind", ["folder", "symlink"])
+@pytest.mark.fault_kind("json-out-directory", "json-out-symlink-pipe-device")
 def test_the_new_run_file_is_not_a_regular_file(capsys, tmp_path, run, kind):
     target = tmp_path / "new.json"
     if kind == "folder":
@@ -96,6 +100,7 @@ def test_the_new_run_file_is_not_a_regular_file(capsys, tmp_path, run, kind):
 
 
 @pytest.mark.parametrize("fault", ["disk full", "interrupted"])
+@pytest.mark.fault_kind("rerank-write-interrupted")
 def test_an_interrupted_write_of_the_new_run_loses_nothing(capsys, tmp_path, run, monkeypatch, fault):
     """The new run's write fails at fsync (disk full) or is interrupted before its rename (Ctrl-C): an
     existing NEW.json keeps its content, the parent is unchanged and no temp file is left."""
@@ -154,6 +159,7 @@ def _nested_paths(data):
     (_parts_not_a_list, "not a valid Crase trace: results.0.score_parts"),
     (_nested_paths, "not a valid Crase trace: results.0.score_parts.0.paths.0.nodes.0"),
 ])
+@pytest.mark.fault_kind("rerank-crafted-trace")
 def test_crafted_traces_are_refused(capsys, tmp_path, run, change, message):
     path = _crafted(tmp_path, run, change)
     r = crase(capsys, "rerank", path, "--json", tmp_path / "new.json")
@@ -162,6 +168,7 @@ def test_crafted_traces_are_refused(capsys, tmp_path, run, change, message):
     assert not (tmp_path / "new.json").exists()
 
 
+@pytest.mark.fault_kind("rerank-crafted-parent-run-id")
 def test_a_crafted_parent_run_id_is_only_text(capsys, tmp_path, run):
     """A trace that claims a parent is re-ranked like any other; its child names the claimed id as its parent."""
     path = _crafted(tmp_path, run, lambda d: d.update(parent_run_id="../../etc/passwd\x1b[2J", run_id="p"))
@@ -171,6 +178,7 @@ def test_a_crafted_parent_run_id_is_only_text(capsys, tmp_path, run):
     assert trace_io.load(tmp_path / "new.json").parent_run_id == "p"
 
 
+@pytest.mark.fault_kind("rerank-every-edge-pruned")
 def test_pruning_every_kept_edge_leaves_a_run_that_says_so(capsys, tmp_path, run):
     trace = trace_io.load(run)
     edges = [f"{e.citing}:{e.cited}" for e in trace.edges if e.kept]

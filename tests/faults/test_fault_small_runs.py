@@ -67,6 +67,7 @@ def app_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+@pytest.mark.fault_kind("app-run-of-few-papers")
 def test_ranking_page_shows_a_run_of_n_papers(app_env, full_run, n):
     small = cut(full_run, n)
     assert len(small.nodes) == n
@@ -85,6 +86,7 @@ def test_ranking_page_shows_a_run_of_n_papers(app_env, full_run, n):
 
 
 @pytest.mark.parametrize("n", [1, 5])
+@pytest.mark.fault_kind("app-run-of-few-papers")
 def test_every_page_shows_a_run_of_n_papers(app_env, full_run, n):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at.session_state["trace"] = cut(full_run, n)
