@@ -37,6 +37,8 @@ REAL = [
     ("Fermions in the Lowest Landau Level: Bosonization, $W_{\\infty}$ Algebra",
      "Fermions in the Lowest Landau Level: Bosonization, W_∞ Algebra",
      "Fermions in the Lowest Landau Level: Bosonization, W<sub>∞</sub> Algebra"),
+    ("its Weyl Subgroup $S_5 \\bowtie Z_2$", "its Weyl Subgroup S₅ ⋈ Z₂",
+     "its Weyl Subgroup S<sub>5</sub> ⋈ Z<sub>2</sub>"),
     ("${\\cal N}=4$ super Yang-Mills on $AdS_5\\times S^5$", "𝒩=4 super Yang-Mills on AdS₅ × S⁵",
      "𝒩=4 super Yang-Mills on AdS<sub>5</sub> × S<sup>5</sup>"),
     ("at $\\theta_{ph} =-\\pi, \\pi, 3\\pi, \\ldots$", "at θₚₕ =−π, π, 3π, …",

@@ -75,7 +75,7 @@ _SYMBOLS = {
     "vdots": "⋮", "ddots": "⋱", "ast": "∗", "star": "⋆", "circ": "∘", "bullet": "•", "dagger": "†", "dag": "†",
     "ddagger": "‡", "ddag": "‡", "oplus": "⊕", "otimes": "⊗", "ominus": "⊖", "odot": "⊙", "bigoplus": "⨁",
     "bigotimes": "⨂", "wedge": "∧", "land": "∧", "vee": "∨", "lor": "∨", "cap": "∩", "cup": "∪",
-    "bigcup": "⋃", "bigcap": "⋂", "setminus": "∖", "ltimes": "⋉", "rtimes": "⋊", "wr": "≀", "amalg": "⨿",
+    "bigcup": "⋃", "bigcap": "⋂", "setminus": "∖", "ltimes": "⋉", "rtimes": "⋊", "bowtie": "⋈", "Join": "⨝", "wr": "≀", "amalg": "⨿",
     # relations
     "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ll": "≪", "gg": "≫", "ne": "≠", "neq": "≠", "approx": "≈",
     "simeq": "≃", "sim": "∼", "cong": "≅", "equiv": "≡", "propto": "∝", "prec": "≺", "succ": "≻",
