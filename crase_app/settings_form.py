@@ -23,7 +23,7 @@ from crase_core.settings.s2 import S2Settings
 
 SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",
                  "openalex": "OpenAlex API"}
-BACKEND_LABELS = {"offline": "Offline (lexical, no model download)", "openai": "OpenAI-compatible endpoint"}
+BACKEND_LABELS = {"offline": "Offline (word overlap, no model download)", "openai": "OpenAI-compatible endpoint"}
 COLUMNS = 4
 
 
@@ -106,13 +106,15 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     by_name = {s.name: s for s in knobs}
     # one tab per stage with its usual knobs; the rarely changed ones of every stage fold into the last tab
     # (tabs draw all their widgets, so a value set in a hidden tab is kept)
-    groups = [(STAGE_TITLES[stage], [[by_name[n] for n in names if n in by_name and n not in ADVANCED]])
+    groups = [(STAGE_TITLES[stage], [("", [by_name[n] for n in names if n in by_name and n not in ADVANCED])])
               for stage, names in STAGES.items()]
-    groups.append(("Rarely changed", [[by_name[n] for n in names if n in by_name and n in ADVANCED]
-                                      for names in STAGES.values()]))
+    groups.append(("Rarely changed", [(STAGE_TITLES[stage], [by_name[n] for n in names if n in by_name and n in ADVANCED])
+                                      for stage, names in STAGES.items()]))
     for tab, (_, blocks) in zip(st.tabs([title for title, _ in groups]), groups, strict=True):
         with tab:
-            for block in blocks:
+            for caption, block in blocks:
+                if caption and block:
+                    st.caption(caption)
                 for i, s in enumerate(block):
                     if i % COLUMNS == 0:
                         cols = st.columns(COLUMNS)
