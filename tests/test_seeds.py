@@ -39,3 +39,27 @@ def test_union_over_subqueries_remembers_every_origin():
     assert list(by_id) == ["p2", "p3", "p6"]
     assert [(o.subquery_index, o.relevance_rank, o.recency_rank) for o in by_id["p2"].origins] == [(0, 2, 3), (1, 2, 2)]
     assert records[1].seed_ids == ["p6", "p2"] and records[1].t == 2
+
+
+def test_undated_papers_rank_last_by_recency_in_a_mixed_corpus(tmp_path, monkeypatch):
+    """A user's corpus with dated and undated papers: an undated paper is the oldest for the recency rank of
+    seed selection, not the newest (its stored month sorts after every date only for the leakage filter)."""
+    import json
+
+    from crase_core.retrieval.seeds import rank_hits
+    from crase_core.sources.local import LocalSource
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    rows = [{"id": "d1", "title": "gauge theory anomaly", "abstract": "anomaly of a gauge theory", "year": 2001},
+            {"id": "u1", "title": "gauge theory anomaly review", "abstract": "anomaly gauge theory review"},
+            {"id": "d2", "title": "anomaly inflow gauge theory", "abstract": "gauge anomaly inflow", "year": 1999}]
+    (folder / "papers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "citations.tsv").write_text("")
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(tmp_path / "cache"))
+    source = LocalSource.open(folder)
+    undated = source.get(["u1"])["u1"]
+    assert undated.year is None and undated.month is None
+    hits = {h.paper_id: h.recency_rank for h in rank_hits(source.search("gauge theory anomaly", 10))}
+    assert set(hits) == {"d1", "u1", "d2"}
+    assert hits["d1"] == 1 and hits["d2"] == 2 and hits["u1"] == 3

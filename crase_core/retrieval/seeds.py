@@ -18,6 +18,7 @@ from crase_core.records import SearchHit, Seed, SeedOrigin, SubQueryResult
 
 
 def recency_key(paper) -> int:
+    """``YYYYMM`` to sort by, newest first; an undated paper is 0 (the oldest), never the newest."""
     if paper.month is not None:
         return paper.month
     return paper.year * 100 + 12 if paper.year else 0

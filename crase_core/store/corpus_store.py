@@ -224,10 +224,10 @@ class StorePapers(Sequence[Paper]):
     def _build(self, i: int) -> Paper:
         c = self._c
         authors, venue, url, external = json.loads(c.text_of("extra", i))
-        year = int(c.year[i])
+        year, month = int(c.year[i]), int(c.month[i])
         return Paper(id=bytes(c.ids[i]).decode("utf-8", "surrogatepass"), title=c.text_of("title", i),
                      abstract=c.text_of("abstract", i), year=None if year == _NO_YEAR else year,
-                     month=int(c.month[i]), authors=tuple(authors), venue=venue, url=url,
+                     month=None if month >= UNDATED_MONTH else month, authors=tuple(authors), venue=venue, url=url,
                      external_ids=tuple((str(k), str(v)) for k, v in external))
 
     @overload
