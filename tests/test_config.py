@@ -269,3 +269,22 @@ def test_only_the_environment_module_reads_environment_variables():
                     isinstance(node.value, ast.Name) and node.value.id == "os":
                 readers.add(path.relative_to(ROOT).as_posix())
     assert readers == {"crase_core/settings/environment.py"}
+
+
+def test_every_flag_in_the_readme_settings_table_is_a_flag_of_crase_query():
+    """The README's one-line-per-knob cheatsheet names real flags, each with the default the flag has."""
+    import re
+
+    from crase_core.cli.main import build_parser
+
+    parser = build_parser("query")
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    query = sub.choices["query"]
+    known = {opt: a for a in query._actions for opt in a.option_strings}
+    table = re.findall(r"^\| `(--[a-z-]+)` \| ([^|]+) \|", (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
+    assert len(table) >= 40
+    for flag, default in table:
+        assert flag in known, f"README names {flag}, which crase query does not have"
+        shown = default.strip().split(" ")[0]
+        if re.fullmatch(r"[0-9.e-]+", shown):
+            assert f"default {shown}" in (known[flag].help or "") or f"default {float(shown):g}" in (known[flag].help or ""), (flag, shown)
