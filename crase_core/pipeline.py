@@ -36,7 +36,7 @@ from crase_core.stages.cascade import Priority, cascade, edge_priority
 from crase_core.stages.expansion import Expansion, expand_seeds
 from crase_core.stages.planning import plan_query
 from crase_core.stages.progress import STAGES, ProgressFn, StageEvent
-from crase_core.stages.pruning import Pruning, prune_graph
+from crase_core.stages.pruning import Pruning, prune_graph, refill_after_pruning
 from crase_core.stages.ranking import Ranked, expansion_settings, rank_papers
 from crase_core.stages.scoring import Scored, extract_claims, legacy_scored, score_edges
 from crase_core.stages.seeding import Seeding, SeedingStage, find_seeds, search_seeds
@@ -266,6 +266,10 @@ def run_query(
     with clock("pruning"):
         pruning = prune_graph(build.expansion, scored.matrices, build.seeding.seeds, settings, build.reference_year,
                               progress, scorers=scored.scorers)
+        refill = refill_after_pruning(build.expansion, pruning, build.seeding.query_hits, build.seeding.query_papers,
+                                      settings)
+        if refill:
+            build.warnings.append(refill)
     with clock("ranking"):
         ranked = rank_papers(build.expansion, pruning, build.seeding.seeds, build.seeding.query_hits, settings,
                              progress, restart_hits=build.seeding.restart_hits, query=build.query)

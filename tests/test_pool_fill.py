@@ -104,3 +104,24 @@ def test_a_corpus_without_citations_keeps_the_searchs_best_hits(tmp_path, monkey
     child = apply_verdicts(t, [])
     assert [(r.paper_id, r.score) for r in child.results] == [(r.paper_id, r.score) for r in t.results]
     assert [(s.fate, s.fate_reason) for s in child.seeds] == [(s.fate, s.fate_reason) for s in t.seeds]
+
+
+def test_a_list_that_pruning_leaves_short_is_filled_from_the_search(sparse, monkeypatch):
+    """Pruning after the fill removes papers whose every edge it pruned; the list is still filled to k from
+    the full-query search (the next hits outside the graph, as text candidates without citations), and the run
+    says so. Re-ranking the run (no verdicts) gives the same list."""
+    strict = SETTINGS.replace(theta_lexical=0.99, tau_lexical=0.99)  # every word-overlap edge pruned
+    t = _run(sparse, "text", monkeypatch, strict)
+    assert not any(e.kept for e in t.edges)
+    assert len(t.results) == 20
+    note = next(w for w in t.warnings if w.startswith("pruning left"))
+    assert "fewer than k = 20: added the next" in note and "(20 to rank)" in note
+    touched = {x for e in t.edges for x in (e.citing, e.cited)}
+    added = [n for n in t.nodes if n.role == "text" and n.paper.id not in touched]
+    assert added and all(n.kept for n in added)
+    search_order = [h.paper_id for h in t.query_hits]
+    assert all(n.paper.id in search_order for n in added)
+    child = apply_verdicts(t, [])
+    assert [r.paper_id for r in child.results] == [r.paper_id for r in t.results]
+    off = _run(sparse, "off", monkeypatch, strict)  # the fill off: no refill either
+    assert not any(w.startswith("pruning left") for w in off.warnings) and len(off.results) < 20

@@ -20,8 +20,9 @@ from crase_core.ranking.affinity import (
     supported_claims,
     surviving_nodes,
 )
-from crase_core.records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, Seed
+from crase_core.records import MODEL, OFFLINE, EdgeMatrix, EdgeRecord, NodeRecord, Paper, SearchHit, Seed
 from crase_core.settings.pipeline import PipelineSettings
+from crase_core.stages import expansion as expansion_stage
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.progress import ProgressFn, emit
 
@@ -146,3 +147,27 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
     emit(progress, "pruning", len(graph.edges), len(graph.edges),
          f"{sum(e.kept for e in edges)} of {len(edges)} edges kept, {len(alive)} of {len(graph.nodes)} nodes")
     return Pruning(edges, nodes, alive)
+
+
+def refill_after_pruning(expansion: Expansion, pruning: Pruning, query_hits: Sequence[SearchHit],
+                         query_papers: Mapping[str, Paper], settings: PipelineSettings) -> str | None:
+    """When pruning leaves fewer than k papers to rank — a sparse graph, whose fill (:func:`fill_sparse_pool`)
+    counted papers that then lost every edge — add the next full-query hits outside V, in search order, as text
+    candidates without citations (nothing new to score: their evidence is the text match), until k can be
+    returned. Changes ``expansion`` and ``pruning`` in place; returns the warning that says so, or None when k
+    papers are left already, text candidates are off or the fill adds no search hits (a POOL_FILL without "text")."""
+    k, left = settings.k, len(pruning.alive)
+    if left >= k or settings.text_candidates <= 0 or "text" not in expansion_stage.POOL_FILL:
+        return None
+    in_graph = set(expansion.graph.nodes)
+    new = [h.paper_id for h in query_hits if h.paper_id not in in_graph and h.paper_id in query_papers][: k - left]
+    head = f"pruning left {left:,} papers to rank, fewer than k = {k}"
+    if not new:
+        return f"{head}; the full-query search has no more hits outside the graph, so the list is shorter"
+    expansion.graph.nodes = expansion.graph.nodes + new
+    expansion.papers.update({n: query_papers[n] for n in new})
+    expansion.text_ids.extend(new)
+    pruning.nodes.extend(NodeRecord(paper=query_papers[n], role="text", kept=True) for n in new)
+    pruning.alive |= set(new)
+    return (f"{head}: added the next {len(new):,} full-query search hits as text candidates, without their "
+            f"citations ({len(pruning.alive):,} to rank)")
