@@ -15,16 +15,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crase_core.errors import CorpusError, InputError
 from crase_core.machine import check_workers, max_workers
 from crase_core.settings import environment
-from crase_core.store import corpus_folder, corpus_store
-from crase_core.store.corpus import DEFAULT_CORPUS_DIR
-from crase_core.store.corpus_validation import ValidationReport
-from crase_core.store.textindex import TextIndex
 from crase_core.views.terminal import printable
+
+if TYPE_CHECKING:  # the store loads when a command runs, not for `crase corpus --help`
+    from crase_core.store import corpus_store
+    from crase_core.store.corpus_validation import ValidationReport
 
 
 def _progress(line: str) -> None:
@@ -59,6 +59,8 @@ class ProgressBar:
 
 
 def _folder(arg: Path | None) -> Path:
+    from crase_core.store.corpus import DEFAULT_CORPUS_DIR
+
     folder = environment.corpus_folder(arg, DEFAULT_CORPUS_DIR)
     if not folder.is_dir():
         raise CorpusError(f"corpus folder {folder} does not exist")
@@ -72,6 +74,9 @@ def _size_mb(path: Path | None) -> float:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from crase_core.store import corpus_folder, corpus_store
+    from crase_core.store.textindex import TextIndex
+
     check_workers(args.workers)
     folder = _folder(args.folder)
     start = time.perf_counter()
@@ -115,6 +120,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from crase_core.importers.corpus_import import import_corpus
+    from crase_core.store import corpus_store
 
     bar = ProgressBar()
     with corpus_store.reporting(bar), _terminate_as_interrupt():
@@ -127,6 +133,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from crase_core.store import corpus_folder
+
     folder = _folder(args.folder)
     counts: dict[str, Any] = corpus_folder.add_papers(folder, args.new, progress=_progress,
                                                      merge_policy=not args.no_merge)
@@ -140,6 +148,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from crase_core.store import corpus_folder
+
     folder = _folder(args.folder)
     start = time.perf_counter()
     counts = corpus_folder.merge_segments(folder, progress=_progress)
@@ -153,7 +163,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from crase_core.retrieval.semantic import find_embeddings
-    from crase_core.store import segments
+    from crase_core.store import corpus_folder, corpus_store, segments
 
     folder = _folder(args.folder)
     corpus = corpus_folder.open_or_build(folder, progress=_progress)
