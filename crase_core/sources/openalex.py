@@ -38,12 +38,13 @@ import os
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
 from crase_core.records import Paper
 from crase_core.settings.openalex import DEFAULT_BASE_URL, PER_PAGE_MAX, OpenAlexSettings
-from crase_core.sources.s2_http import S2Client, S2Stats, S2Unavailable
+from crase_core.sources.remote import Relation, RemoteSource
+from crase_core.sources.s2_http import S2Client, S2Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,6 @@ MAX_ABSTRACT_WORDS = 20_000  # an inverted index claiming more positions is not 
 _SHORT_ID = re.compile(r"W\d{1,12}")
 _DATE = re.compile(r"^(\d{4})-(\d{2})")
 
-Relation = Literal["references", "citations"]
 
 
 
@@ -224,22 +224,16 @@ class _State:
     warned_limit: bool = False
 
 
-class OpenAlexSource:
+class OpenAlexSource(RemoteSource):
     """Search, references, citations, lookup and edges from the OpenAlex API (module docstring)."""
+
+    client: OpenAlexClient
 
     def __init__(self, client: OpenAlexClient, filter: SourceFilter | None = None, _state: _State | None = None):
         self._state = _state or _State(client)
         self.client = self._state.client
         self.filter = filter or SourceFilter()
         self.name = "openalex" if self.client.base_url == DEFAULT_BASE_URL else f"openalex@{self.client.base_url}"
-
-    @property
-    def external_calls(self) -> int:
-        return self.client.stats.requests
-
-    @property
-    def stats(self) -> S2Stats:
-        return self.client.stats
 
     def describe(self) -> str:
         pool = "polite pool" if self.client.mailto else "common pool (set --openalex-mailto for the polite pool)"
@@ -249,12 +243,6 @@ class OpenAlexSource:
 
     def restricted(self, filter: SourceFilter) -> OpenAlexSource:
         return OpenAlexSource(self.client, filter, self._state)
-
-    def close(self) -> None:
-        self.client.close()
-
-    def _visible(self, paper: Paper | None) -> bool:
-        return paper is not None and not self.filter.hides(paper)
 
     def _date_filter(self) -> str:
         mm = self.filter.max_month
@@ -362,20 +350,8 @@ class OpenAlexSource:
             total = None
         else:
             total = max(got.total or 0, len(ids))
-        s = self.client.settings
-        rule = ("the list could not be fetched after retries and was skipped (on_neighbor_error='skip')" if got.skipped
-                else f"the first {s.max_neighbor_pages} page(s) of {s.page_size} in the API's own order "
-                     "(max_neighbor_pages × page_size)")
         return NeighborList(ids=ids, total=total, truncated=not got.complete,
-                            truncation_rule="" if got.complete else rule)
-
-    def references(self, paper_id: str) -> NeighborList:
-        """Works ``paper_id`` cites (``filter=cited_by:``; paged)."""
-        return self._neighbors(paper_id, "references")
-
-    def citations(self, paper_id: str) -> NeighborList:
-        """Works citing ``paper_id`` (``filter=cites:``; paged)."""
-        return self._neighbors(paper_id, "citations")
+                            truncation_rule="" if got.complete else self._truncation_rule(got.skipped))
 
     # -- lookup -------------------------------------------------------------------------------------------
     def get(self, ids: Sequence[str]) -> dict[str, Paper]:

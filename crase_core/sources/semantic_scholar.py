@@ -55,18 +55,18 @@ import os
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from crase_core.errors import SourceError
 from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
 from crase_core.records import Paper
+from crase_core.sources.remote import Relation, RemoteSource
 from crase_core.sources.s2_http import (
     S2BadRequest,
     S2Client,
     S2Settings,
-    S2Stats,
     S2Unavailable,
     path_segment,
     valid_paper_id,
@@ -87,7 +87,6 @@ NESTED_REFERENCES_MAX = 1000  # papers with more references are paged through /r
 OFFSET_CEILING = 9999  # offset + limit never exceeds this (conservative API paging limit)
 _DATE = re.compile(r"^(\d{4})-(\d{2})")
 
-Relation = Literal["references", "citations"]
 
 
 def paper_from_api(obj: dict[str, Any]) -> Paper | None:
@@ -177,7 +176,7 @@ class _State:
     last_vectors: tuple[int, int, bool] | None = None
 
 
-class SemanticScholarSource:
+class SemanticScholarSource(RemoteSource):
     """Search, references, citations, lookup and edges from the Semantic Scholar Graph API."""
 
     def __init__(self, client: S2Client, filter: SourceFilter | None = None, _state: _State | None = None):
@@ -192,15 +191,6 @@ class SemanticScholarSource:
         return cls(S2Client(S2Settings.from_options(settings), api_key=api_key))
 
     # -- bookkeeping --------------------------------------------------------------------------------
-    @property
-    def external_calls(self) -> int:
-        """HTTP requests sent so far by this source and its restricted views (cache hits excluded)."""
-        return self.client.stats.requests
-
-    @property
-    def stats(self) -> S2Stats:
-        return self.client.stats
-
     def describe(self) -> str:
         key = "API key set" if self.client.has_key else "no API key (shared keyless limit)"
         return (f"Semantic Scholar Graph API at {self.client.base_url} ({key}, "
@@ -208,12 +198,6 @@ class SemanticScholarSource:
 
     def restricted(self, filter: SourceFilter) -> SemanticScholarSource:
         return SemanticScholarSource(self.client, filter, self._state)
-
-    def close(self) -> None:
-        self.client.close()
-
-    def _visible(self, paper: Paper | None) -> bool:
-        return paper is not None and not self.filter.hides(paper)
 
     def _date_param(self) -> str:
         mm = self.filter.max_month
@@ -347,24 +331,12 @@ class SemanticScholarSource:
                      else (record.citation_count if record else None))
             total = max(count, len(ids)) if count is not None and not self.filter.active else None
         keep = set(ids)
-        if got.skipped:
-            rule = "the list could not be fetched after retries and was skipped (on_neighbor_error='skip')"
-        else:
-            rule = (f"the first {self.client.settings.max_neighbor_pages} page(s) of "
-                    f"{self.client.settings.page_size} in the API's own order (max_neighbor_pages × page_size)")
         return NeighborList(
-            ids=ids, total=total, truncated=not got.complete, truncation_rule="" if got.complete else rule,
+            ids=ids, total=total, truncated=not got.complete,
+            truncation_rule="" if got.complete else self._truncation_rule(got.skipped),
             contexts={k: v for k, v in got.contexts.items() if k in keep},
             intents={k: v for k, v in got.intents.items() if k in keep},
         )
-
-    def references(self, paper_id: str) -> NeighborList:
-        """Papers ``paper_id`` cites (paged; see the module docstring)."""
-        return self._neighbors(paper_id, "references")
-
-    def citations(self, paper_id: str) -> NeighborList:
-        """Papers citing ``paper_id`` (paged; see the module docstring)."""
-        return self._neighbors(paper_id, "citations")
 
     # -- lookup -----------------------------------------------------------------------------------------
     def _batch(self, ids: Sequence[str], fields_: Sequence[str]) -> list[Any]:
