@@ -24,6 +24,8 @@ by folder, when the corpus folder cannot be written), where a query finds it
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -72,6 +74,8 @@ DEFAULT_BATCH = 32
 DEFAULT_MAX_CHARS = 6000
 #: a round is this many batches per concurrent request slot (rows are made durable once per round)
 ROUND_BATCHES = 4
+#: the lock one job holds in the embeddings folder while it writes (:func:`one_job`)
+LOCK_FILE = ".embed.lock"
 
 
 class EmbedStopped(CraseError):
@@ -346,10 +350,39 @@ def embed_corpus(folder: Path, embedder: Embedder, *, fresh: bool = False,
     cannot work at all, InputError when nothing can be written."""
     t0 = time.perf_counter()
     corpus = corpus_folder.open_or_build(folder, progress=progress)
-    n = len(corpus)
     target, note = target_file(folder)
     if note:
         progress(note)
+    with one_job(target, progress):
+        return _embed_locked(corpus, folder, target, note, embedder, fresh, progress, t0)
+
+
+@contextlib.contextmanager
+def one_job(target: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the lock of the embeddings folder of ``target`` (``.embed.lock`` there, ``flock``) for the block: one
+    job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so,
+    and then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
+    folder = target.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as e:
+        raise InputError(f"cannot write {folder}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another `crase corpus embed` of this corpus is writing {target}; waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _embed_locked(corpus: Corpus, folder: Path, target: Path, note: str, embedder: Embedder, fresh: bool,
+                  progress: Callable[[str], None], t0: float) -> EmbedReport:
+    """:func:`embed_corpus` once it holds the job's lock (:func:`one_job`)."""
+    n = len(corpus)
     base = None if fresh else reusable(corpus, folder, target, embedder, progress)
     if base is not None and base[1].count == n and base[1].corpus_fingerprint == corpus.fingerprint:
         found = next((p for p in candidate_files(folder, corpus.name, corpus.fingerprint) if p.exists()), None)
