@@ -268,13 +268,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     from crase_core import atomic
     from crase_core import trace as trace_io
     from crase_core.atomic import check_writable, same_file
+    from crase_core.views.export import check_html_trace, check_html_trace_file
     from crase_core.views.html_export import to_html
 
     if same_file(args.out, args.trace):
         raise InputError(f"--out {args.out} is the run being exported; write the page to another file "
                          "(the run is kept as it is)")
     check_writable(args.out)
+    check_html_trace_file(args.trace)  # a huge trace is refused before it is read
     trace = trace_io.load(args.trace)
+    check_html_trace(trace)
     path = atomic.write_text(args.out, to_html(trace))
     print(f"Wrote {path} (open it in a browser; it needs no server and no network)")
     return 0

@@ -69,3 +69,58 @@ def test_a_trace_whose_edge_names_no_node_is_not_a_valid_trace(capsys, tmp_path,
     _nothing_else(tmp_path, "crafted.json")
     with pytest.raises(TraceError):
         trace_io.load(crafted)
+
+
+def _padded(tmp_path: Path, run: Path, size: int) -> Path:
+    """The run's trace followed by spaces up to ``size`` bytes: still a valid trace, as large as a huge run's."""
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.write(run.read_bytes())
+        f.truncate(size)  # a sparse tail of zero bytes …
+    with open(path, "r+b") as f:  # … made spaces (JSON whitespace), a block at a time
+        f.seek(run.stat().st_size)
+        block = b" " * (1 << 20)
+        left = size - run.stat().st_size
+        while left > 0:
+            left -= f.write(block[: min(left, len(block))])
+    return path
+
+
+@pytest.mark.fault_kind("export-huge-trace")
+def test_a_trace_file_larger_than_the_export_takes_is_refused_before_it_is_read(capsys, tmp_path, run,
+                                                                                 monkeypatch):
+    """A 269 MB trace (the probe's 100,000 papers and 400,000 edges took over 300 s and did not finish) is refused
+    at once, naming the size that works; the trace is never parsed and no page is written."""
+    from crase_core.views.export import MAX_HTML_TRACE_BYTES
+
+    huge = _padded(tmp_path, run, 269_000_000)
+    assert huge.stat().st_size > MAX_HTML_TRACE_BYTES
+    assert trace_io.load(huge).run_id == trace_io.load(run).run_id  # a valid trace (only its size is at fault)
+
+    def never(*_a, **_k):
+        raise AssertionError("the trace was read")
+
+    monkeypatch.setattr(trace_io, "load", never)
+    r = crase(capsys, "export", huge, "--out", tmp_path / "page.html")
+    assert one_error(r) == (f"{huge} is 269 MB; the HTML export takes runs of at most 10,000 papers and 150,000 "
+                            "edges (a trace file of at most 160 MiB): export a smaller run (--hops 1.5, or "
+                            "--neighbor-cap N), or read this one with `crase show RUN.json --edges`")
+    _nothing_else(tmp_path, "huge.json")
+
+
+@pytest.mark.fault_kind("export-huge-trace")
+def test_a_run_with_more_papers_than_the_export_takes_is_refused(capsys, tmp_path, run):
+    """10,001 papers (a 7 MB trace: under the file bound) are refused once read, before any layout."""
+    data = json.loads(run.read_text(encoding="utf-8"))
+    node = data["nodes"][-1]
+    data["nodes"] += [{**node, "paper": {**node["paper"], "id": f"X{i}"}, "rank": None, "kept": False}
+                      for i in range(10_001 - len(data["nodes"]))]
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(data), encoding="utf-8")
+    r = crase(capsys, "export", big, "--out", tmp_path / "page.html")
+    assert one_error(r).startswith(f"the run has 10,001 papers and {len(data['edges'])} edges; the HTML export takes "
+                                   "runs of at most 10,000 papers and 150,000 edges")
+    _nothing_else(tmp_path, "big.json")
+    data["nodes"] = data["nodes"][:10_000]  # at the bound: the page is written
+    big.write_text(json.dumps(data), encoding="utf-8")
+    assert crase(capsys, "export", big, "--out", tmp_path / "page.html").code == 0
