@@ -74,8 +74,6 @@ DEFAULT_BATCH = 32
 DEFAULT_MAX_CHARS = 6000
 #: a round is this many batches per concurrent request slot (rows are made durable once per round)
 ROUND_BATCHES = 4
-#: the lock one job holds in the embeddings folder while it writes (:func:`one_job`)
-LOCK_FILE = ".embed.lock"
 
 
 class EmbedStopped(CraseError):
@@ -192,6 +190,9 @@ class EmbedReport:
 def target_file(folder: Path) -> tuple[Path, str]:
     """Where the corpus in ``folder`` gets its embeddings: beside its files, else (read-only) in the cache."""
     path = folder_embeddings_file(folder)
+    if path.is_dir() and not path.is_symlink():  # queries look there first: a file in the cache would never be read
+        raise InputError(f"{path} is a directory, where the corpus's embeddings file belongs: remove it, then run "
+                         "`crase corpus embed` again")
     try:
         atomic.check_writable(path)
         return path, ""
@@ -353,21 +354,19 @@ def embed_corpus(folder: Path, embedder: Embedder, *, fresh: bool = False,
     target, note = target_file(folder)
     if note:
         progress(note)
-    with one_job(target, progress):
+    with one_job(folder, target, progress):
         return _embed_locked(corpus, folder, target, note, embedder, fresh, progress, t0)
 
 
 @contextlib.contextmanager
-def one_job(target: Path, say: Callable[[str], None]) -> Iterator[None]:
-    """Hold the lock of the embeddings folder of ``target`` (``.embed.lock`` there, ``flock``) for the block: one
-    job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so,
-    and then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
-    folder = target.parent
+def one_job(folder: Path, target: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold a lock on the corpus folder itself (``flock`` on the directory: no file is made) for the block: one
+    job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so, and
+    then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as e:
-        raise InputError(f"cannot write {folder}: {e.strerror or e}") from None
+        raise InputError(f"cannot open the corpus folder {folder}: {e.strerror or e}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -381,7 +380,7 @@ def one_job(target: Path, say: Callable[[str], None]) -> Iterator[None]:
 
 def _embed_locked(corpus: Corpus, folder: Path, target: Path, note: str, embedder: Embedder, fresh: bool,
                   progress: Callable[[str], None], t0: float) -> EmbedReport:
-    """:func:`embed_corpus` once it holds the job's lock (:func:`one_job`)."""
+    """:func:`embed_corpus` once it holds the corpus's lock (:func:`one_job`)."""
     n = len(corpus)
     base = None if fresh else reusable(corpus, folder, target, embedder, progress)
     if base is not None and base[1].count == n and base[1].corpus_fingerprint == corpus.fingerprint:
