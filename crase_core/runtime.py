@@ -106,4 +106,5 @@ def _build_engine(config: RuntimeConfig | None, source_filter: SourceFilter | No
         source = source.restricted(source_filter)
     backend = make_backend(config, source)
     cache = ResultCache(os.path.join(config.cache_dir, "results") if config.cache_dir else None) if config.use_cache else None
-    return Engine(source=source, backend=backend, cache=cache, deadline_s=config.deadline_s)
+    return Engine(source=source, backend=backend, cache=cache, deadline_s=config.deadline_s,
+                  recall_calibration=config.recall_calibration)
