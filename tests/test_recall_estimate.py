@@ -296,3 +296,4 @@ def test_the_shipped_calibration_is_for_the_embedded_corpus(hepth_source):
     assert cal.fitted_on["settings"] == asdict(PipelineSettings())  # refit when the default changes
     for scores in cal.scores.values():  # cross-fitted, as docs/benchmarks.md reports them
         assert 0.0 <= scores["coverage"] <= 1.0 and scores["queries"] > 0
+

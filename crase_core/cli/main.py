@@ -102,7 +102,7 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     lines.append("")
     for i, line in enumerate(summary_lines(trace.recall_estimate)):  # the run's estimate of its own recall
         lines.append(textwrap.fill(printable(line), width=width, initial_indent="Recall: " if i == 0 else " " * 8,
-                                   subsequent_indent=" " * 8))
+                                   subsequent_indent=" " * 8, break_on_hyphens=False, break_long_words=False))
     lines += [
         f"Stages: {c['subqueries']} sub-queries → {c['seeds']} seeds ({c['seeds_kept']} kept) → "
         f"|V| {c['nodes']} / |E| {c['edges']} → kept {c['nodes_kept']} nodes / {c['edges_kept']} edges → "

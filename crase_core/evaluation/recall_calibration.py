@@ -2,8 +2,8 @@
 
 Contract: ``crase bench calibrate SRC [SRC …] --out FILE`` where each SRC is a ``crase eval`` run folder of the
 default method (its rows carry ``recall_features``, :func:`crase_core.evaluation.methods.recall_stats`) or a
-benchmark file (``.jsonl``), which is first evaluated with the default method into ``--runs DIR/<name>``
-(resumable, like ``crase eval``). Every run must be of one corpus. Writes the calibration (JSON,
+benchmark file (``.jsonl``), which is first evaluated with the default method into ``--runs DIR/<name>`` (default:
+``<name>.runs`` beside it; resumable, like ``crase eval``). Every run must be of one corpus. Writes the calibration (JSON,
 :mod:`crase_core.recall.calibration`) atomically to FILE, with what it was fitted on (benchmarks and their
 hashes, the method, the pipeline settings, the backend, the Crase version and commit) and its cross-fitted
 scores; prints those scores, and with ``--report DIR`` writes ``DIR/recall_calibration.md`` and the
@@ -184,7 +184,6 @@ def _sources(args: argparse.Namespace) -> list[RunSet]:
     from crase_core.settings.config import settings_from_args
 
     sets: list[RunSet] = []
-    runs_dir = Path(args.runs) if args.runs else Path(str(args.out) + ".runs")
     for src in args.sources:
         p = Path(src)
         if p.is_dir():
@@ -196,9 +195,9 @@ def _sources(args: argparse.Namespace) -> list[RunSet]:
             queries = load_benchmark(str(p))
             kinds = {q.qid: str(q.extra.get("kind", "")) for q in queries if q.extra.get("kind")}
             settings = settings_from_args(args)
-            folder = runs_dir / p.stem
+            folder = Path(args.runs) / p.stem if args.runs else p.parent / f"{p.stem}.runs"
             run_eval(EvalJob(bench=str(p), out=str(folder), settings=settings.pipeline, runtime=settings.runtime,
-                             workers=args.workers))
+                             workers=args.workers), fresh=args.fresh)
             sets.append(load_runset(folder, kinds))
         else:
             raise InputError(f"{p}: no such run folder or benchmark file")
@@ -210,8 +209,8 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> int:
     sets = _sources(args)
     cal = fit_calibration(sets, args.name)
     write_calibration(args.out, cal)
-    groups = score_groups(sets, cross_fitted(sets))
-    table = scores_table(groups)
+    crossed = cross_fitted(sets)
+    table = scores_table(score_groups(sets, crossed), n_resamples=args.resamples)
     print(f"{args.out}: the recall estimator for {cal.source}, fitted on {cal.label()}")
     print("cross-fitted (no query scored by an estimator fitted on it):")
     print(table)
@@ -219,10 +218,12 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> int:
         report = Path(args.report)
         report.mkdir(parents=True, exist_ok=True)
         plot = calibration_plot(report / "recall_calibration.png", {s.bench: rows for s, rows in
-                                                                   zip(sets, cross_fitted(sets), strict=True)},
+                                                                   zip(sets, crossed, strict=True)},
                                 title=f"recall@50 estimate, cross-fitted ({cal.source})")
         parts = [f"# Recall estimate: {cal.source}", "",
-                 f"Fitted on {cal.label()} ({cal.fitted_on['code']}); 80 % intervals, cross-fitted.", "", table, ""]
+                 f"Fitted on {cal.label()} ({cal.fitted_on['code']}); 80 % intervals, cross-fitted; brackets: 95 % "
+                 "bootstrap intervals over queries; gain: the constant guess's MAE less the estimate's.", "", table,
+                 ""]
         if plot is not None:
             parts += ["![calibration](recall_calibration.png)", ""]
         atomic.write_text(report / "recall_calibration.md", "\n".join(parts))
@@ -241,10 +242,14 @@ def add_calibrate_parser(bsub: Any) -> None:
     c.add_argument("sources", nargs="+", metavar="SRC", help="crase eval run folders of the default method, or "
                    "benchmark files (.jsonl) to evaluate first")
     c.add_argument("--out", required=True, help="the calibration file to write (JSON)")
-    c.add_argument("--runs", default=None, metavar="DIR", help="where benchmark files are evaluated (one folder "
-                   "each; resumable; default: OUT.runs)")
+    c.add_argument("--runs", default=None, metavar="DIR", help="where benchmark files are evaluated (DIR/NAME "
+                   "for NAME.jsonl; resumable; default: NAME.runs beside each benchmark file)")
+    c.add_argument("--fresh", action="store_true", help="evaluate benchmark files afresh (discard earlier runs "
+                   "in their folders: after the default changed)")
     c.add_argument("--report", default=None, metavar="DIR", help="also write DIR/recall_calibration.md and its plot")
     c.add_argument("--name", default=None, help="the corpus's name in the words (default: from the runs)")
+    c.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the printed intervals "
+                   "(0: none; default: %(default)s)")
     c.add_argument("--workers", type=int, default=1, help="parallel worker processes for benchmark files")
     add_arguments(c)
     c.set_defaults(func=cmd_bench_calibrate)

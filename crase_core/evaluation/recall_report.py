@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import io
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from crase_core import atomic
+from crase_core.evaluation.significance import bootstrap_interval
 
 Row = Mapping[str, Any]
 ESTIMATE = "estimated_recall@50"
@@ -113,16 +114,35 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def scores_table(groups: Mapping[str, Sequence[Row]]) -> str:
-    """Markdown: one line per group (label → rows) with :class:`EstimateScores`."""
+def _ci(rows: Sequence[Row], stat: Callable[[EstimateScores], float | None], n_resamples: int) -> str:
+    """`` [lo, hi]``: the 95 % percentile-bootstrap interval of ``stat`` over ``rows`` ("" when n_resamples 0)."""
+    if not n_resamples:
+        return ""
+
+    def value(rs: Sequence[Row]) -> float:
+        s = estimate_scores(rs)
+        v = stat(s) if s is not None else None
+        return float("nan") if v is None else float(v)
+
+    lo, hi = bootstrap_interval(list(rows), value, n_resamples=n_resamples, seed=0)
+    return "" if lo != lo or hi != hi else f" [{lo:.2f}, {hi:.2f}]"
+
+
+def scores_table(groups: Mapping[str, Sequence[Row]], n_resamples: int = 0) -> str:
+    """Markdown: one line per group (label → rows) with :class:`EstimateScores`; with ``n_resamples`` each of
+    coverage, width, the MAE gain over the constant guess and ρ with its 95 % bootstrap interval over queries."""
     lines = ["| set / kind (queries) | coverage of 80 % interval | mean width | MAE | MAE of the set's median | "
              "Spearman ρ | misses below / above | mean estimate: covered / missed |", "|---|---|---|---|---|---|---|---|"]
     for label, rows in groups.items():
         s = estimate_scores(rows)
         if s is None:
             continue
-        lines.append(f"| {label} ({s.n}) | {s.coverage:.3f} | {s.mean_width:.3f} | {s.mae:.3f} | "
-                     f"{s.constant_mae:.3f} | {_f(s.spearman)} | {s.misses_below} / {s.misses_above} | "
+        gain = _ci(rows, lambda x: x.constant_mae - x.mae, n_resamples)
+        lines.append(f"| {label} ({s.n}) | {s.coverage:.3f}{_ci(rows, lambda x: x.coverage, n_resamples)} | "
+                     f"{s.mean_width:.3f}{_ci(rows, lambda x: x.mean_width, n_resamples)} | {s.mae:.3f} | "
+                     f"{s.constant_mae:.3f}" + (f" (gain{gain})" if gain else "") + " | "
+                     f"{_f(s.spearman)}{_ci(rows, lambda x: x.spearman, n_resamples) if s.spearman is not None else ''} | "
+                     f"{s.misses_below} / {s.misses_above} | "
                      f"{_f(s.mean_estimate_covered)} / {_f(s.mean_estimate_missed)} |")
     return "\n".join(lines)
 

@@ -27,8 +27,10 @@ from crase_core.recall.features import FEATURES
 LEVEL = 0.8
 #: c of the scale s(μ) = √(μ(1 − μ) + c): keeps an interval open where μ is near 0 or 1
 SCALE_FLOOR = 0.02
-#: L2 penalty on the standardised coefficients
-RIDGE = 1.0
+#: L2 penalty on the standardised coefficients: of 1, 2, 5, 10, 20 on the dev sets' cross-fitted scores, 5 (at 1
+#: one fold's question model, ~60 runs nearly all of recall 1, fitted its few partial ones so hard that it
+#: estimated held-out hits near 0)
+RIDGE = 5.0
 #: folds of the out-of-fold predictions the conformal scores come from
 FOLDS = 10
 #: the fewest calibration queries of a group that get a model of their own
