@@ -141,8 +141,14 @@ def headline(est: RecallEstimate) -> str:
     estimate 47 %)." — or why there is no estimate."""
     if est.estimate is None or est.low is None or est.high is None:
         return f"not estimated — {est.note}."
-    return (f"This list likely holds {_pct(est.low)}–{_pct(est.high)} % of the relevant papers in this corpus "
-            f"({_pct(est.level)} % interval; estimate {_pct(est.estimate)} %).")
+    # the mean estimate beside the interval, unless it lies outside it (a one-sided interval of questions, whose
+    # recall is mostly exactly 1: "likely all" with a mean of 96 %)
+    inside = est.low - 0.005 <= est.estimate <= est.high + 0.005
+    tail = f"{_pct(est.level)} % interval" + (f"; estimate {_pct(est.estimate)} %" if inside else "")
+    if est.high - est.low < 0.005:  # an interval of one value: for questions, "all of them" (recall 1)
+        share = "all" if est.low >= 0.995 else f"{_pct(est.low)} %"
+        return f"This list likely holds {share} of the relevant papers in this corpus ({tail})."
+    return f"This list likely holds {_pct(est.low)}–{_pct(est.high)} % of the relevant papers in this corpus ({tail})."
 
 
 def summary_lines(est: RecallEstimate | None) -> list[str]:
@@ -153,8 +159,9 @@ def summary_lines(est: RecallEstimate | None) -> list[str]:
     if est.estimate is None:
         return lines
     rests = "; ".join(est.drivers) if est.drivers else "the run's own agreement and score shape"
-    lines.append(f"It rests on {rests}; calibrated on {est.calibration}, where such intervals held the measured "
-                 f"recall@{est.k} for {_pct(est.level)} % of {est.group or 'all'} queries.")
+    form = {"title": "title-like", "question": "question-like"}.get(est.group, "all")
+    lines.append(f"It rests on {rests}; calibrated on {est.calibration} so that such intervals hold the measured "
+                 f"recall@{est.k} for {_pct(est.level)} % of {form} queries.")
     if est.advice:
         lines.append("To find more: " + "; ".join(est.advice) + ".")
     if est.note:

@@ -5,12 +5,15 @@ set, fitted by Newton's method to minimise the mean Bernoulli deviance of the me
 ``ridge``·|β|² (the intercept is not penalised). The deviance is a proper loss for a mean in [0, 1], so μ
 estimates E[recall | x] whether y is a share of 25 references or a single hit or miss.
 
-Interval (split-conformal, Mondrian by group, asymmetric): with the scale s(μ) = √(μ(1 − μ) + c) the
-conformity scores are r = (y − μ)/s(μ) of queries the model was *not* fitted on (K-fold out-of-fold
-predictions). Per group g (a rule on the features, :func:`group_of`) the lower and upper ends are
-μ + q_lo·s and μ + q_hi·s, q_lo the ⌊(n + 1)·α/2⌋-th smallest and q_hi the ⌈(n + 1)(1 − α/2)⌉-th smallest
-score of the group's n (Vovk et al. 2005; Romano et al. 2019 for the two-sided form), clipped to [0, 1]: with
-exchangeable queries each end misses at most α/2 of the time, so the interval covers with probability ≥ 1 − α.
+Interval (split-conformal, Mondrian by group): with the scale s(μ) = √(μ(1 − μ) + c) the conformity scores
+are r = (y − μ)/s(μ) of queries the model was *not* fitted on (K-fold out-of-fold predictions). Per group g
+(a rule on the features, :func:`group_of`) the lower and upper ends are μ + q_lo·s and μ + q_hi·s, q_lo the
+⌊(n + 1)·α/2⌋-th smallest and q_hi the ⌈(n + 1)(1 − α/2)⌉-th smallest score of the group's n (Vovk et al.
+2005; Romano et al. 2019 for the two-sided form), clipped to [0, 1]: with exchangeable queries each end misses
+at most α/2 of the time, so the interval covers with probability ≥ 1 − α. Recall is never above 1, so the
+one-sided [μ + q·s, 1] with q the ⌊(n + 1)α⌋-th smallest score is valid too; a group takes whichever of the
+two is narrower on its own scores (the questions' recall is 1 for almost every query: there a two-sided
+interval ending at 0.99 would miss every query it should hold).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ SCALE_FLOOR = 0.02
 RIDGE = 5.0
 #: folds of the out-of-fold predictions the conformal scores come from
 FOLDS = 10
+#: an open end of an interval (its quantile where there is none: the end is clipped to 0 or 1)
+OPEN = 1e3
 #: the fewest calibration queries of a group that get a model of their own
 MIN_GROUP = 20
 
@@ -91,7 +96,8 @@ class RecallModel:
         g = found[1]
         mu = _eta_mu(g, self.features, features)
         s = float(_scale(mu, self.scale_floor))
-        return mu, max(0.0, mu + g.q_lo * s), min(1.0, mu + g.q_hi * s)
+        hi = min(1.0, max(0.0, mu + g.q_hi * s))
+        return mu, min(hi, max(0.0, mu + g.q_lo * s)), hi
 
     def contributions(self, features: Mapping[str, float]) -> dict[str, float]:
         """Each feature's term in the run's linear predictor (coefficient × standardised value)."""
@@ -174,8 +180,8 @@ def conformal_quantiles(scores: Sequence[float], level: float) -> tuple[float, f
     alpha = 1.0 - level
     lo_rank = math.floor((n + 1) * alpha / 2 + 1e-9)  # 1e-9: 1 − 0.8 is 0.19999… in binary
     hi_rank = math.ceil((n + 1) * (1 - alpha / 2) - 1e-9)
-    q_lo = s[lo_rank - 1] if 1 <= lo_rank <= n else -1e3
-    q_hi = s[hi_rank - 1] if 1 <= hi_rank <= n else 1e3
+    q_lo = s[lo_rank - 1] if 1 <= lo_rank <= n else -OPEN
+    q_hi = s[hi_rank - 1] if 1 <= hi_rank <= n else OPEN
     return float(q_lo), float(q_hi)
 
 
@@ -191,9 +197,25 @@ def fit_group(x: np.ndarray, y: np.ndarray, strata: Sequence[str], *, level: flo
         test = fold == f
         train = ~test
         oof[test] = _predict_core(x[test], *_fit_core(x[train], y[train], ridge))
-    q_lo, q_hi = conformal_quantiles(((y - oof) / _scale(oof, scale_floor)).tolist(), level)
+    scale = _scale(oof, scale_floor)
+    scores = ((y - oof) / scale).tolist()
+    q_lo, q_hi = conformal_quantiles(scores, level)
+    lower = lower_quantile(scores, level)  # the one-sided form [μ + q·s, 1]: recall is never above 1
+
+    def width(lo_q: float, hi_q: float) -> float:
+        return float(np.mean(np.clip(oof + hi_q * scale, 0, 1) - np.clip(oof + lo_q * scale, 0, 1)))
+
+    if width(lower, OPEN) < width(q_lo, q_hi):  # the narrower of the two on the group's own scores
+        q_lo, q_hi = lower, OPEN
     mean, sd, coef, b = _fit_core(x, y, ridge)
     return GroupModel(mean.tolist(), sd.tolist(), coef.tolist(), b, q_lo, q_hi, len(y), float(np.median(y)))
+
+
+def lower_quantile(scores: Sequence[float], level: float) -> float:
+    """q of the one-sided interval [μ + q·s, 1]: the ⌊(n + 1)α⌋-th smallest score (−∞ where n is too small)."""
+    s = sorted(scores)
+    rank = math.floor((len(s) + 1) * (1.0 - level) + 1e-9)
+    return float(s[rank - 1]) if 1 <= rank <= len(s) else -OPEN
 
 
 def fit(rows: Sequence[Mapping[str, float]], y: Sequence[float], strata: Sequence[str] | None = None, *,
