@@ -297,3 +297,19 @@ def test_the_shipped_calibration_is_for_the_embedded_corpus(hepth_source):
     for scores in cal.scores.values():  # cross-fitted, as docs/benchmarks.md reports them
         assert 0.0 <= scores["coverage"] <= 1.0 and scores["queries"] > 0
 
+
+
+def test_a_reranked_run_does_not_carry_its_parents_estimate(tiny_engine, tmp_path):
+    from crase_core.audit.rerank import EdgeVerdict, apply_verdicts
+
+    probe = run_query("black hole entropy", tiny_engine, PipelineSettings(m=2), now=NOW)
+    tiny_engine.recall_calibration = str(make_calibration(probe.source, tmp_path))
+    parent = run_query("black hole entropy", tiny_engine, PipelineSettings(m=2), now=NOW)
+    assert parent.recall_estimate is not None and parent.recall_estimate.estimate is not None
+    kept = next(e for e in parent.edges if e.kept)
+    child = apply_verdicts(parent, [EdgeVerdict(kept.citing, kept.cited, False)])
+    est = child.recall_estimate
+    assert est is not None and est.estimate is None  # no calibration ships for the tiny corpus
+    p = parent.recall_estimate
+    assert est.note == ("a re-ranked run is estimated only with a calibration shipped for its corpus; the parent "
+                        f"run's was {100 * p.low:.0f}–{100 * p.high:.0f} %")

@@ -132,6 +132,26 @@ def estimate_recall(trace: RunTrace, lookup: Lookup) -> RecallEstimate:
                           advice=_advice(trace) if mu < LOW else [], note="; ".join(notes))
 
 
+def reestimate(trace: RunTrace, parent: RecallEstimate) -> RecallEstimate:
+    """The estimate of ``trace``, re-ranked by auditors' verdicts from a run whose estimate was ``parent``: with
+    the calibration shipped for its corpus where there is one (a note says the calibration's runs had no
+    verdicts), else no number and why (the parent's interval named)."""
+    from crase_core.recall.calibration import find_calibration
+
+    found = find_calibration(trace.source)
+    was = (f"the parent run's was {_pct(parent.low)}–{_pct(parent.high)} %"
+           if parent.low is not None and parent.high is not None else "the parent run had none")
+    if found.calibration is None:
+        return RecallEstimate(k=int(trace.settings.k), features=recall_features(trace), group=parent.group,
+                              note=f"a re-ranked run is estimated only with a calibration shipped for its corpus; "
+                              f"{was}")
+    est = estimate_recall(trace, found)
+    if est.estimate is not None:
+        est.note = "; ".join(x for x in (est.note, f"re-ranked by auditors' verdicts, which the calibration's runs "
+                                         f"had none of ({was})") if x)
+    return est
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}"
 
