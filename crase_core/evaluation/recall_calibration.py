@@ -133,19 +133,24 @@ def scores_json(groups: Mapping[str, Sequence[Row]]) -> dict[str, Any]:
 
 
 def code_version() -> str:
-    """The installed Crase's version, and the commit of its checkout where it is one (``0.x+g1234abc``)."""
+    """The installed Crase's version, and the commit of its checkout where it is one (``0.x+g1234abc``, with
+    ``.dirty`` when crase_core/ holds uncommitted changes besides the shipped calibrations)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         v = version("crase-explorer")
     except PackageNotFoundError:
         v = "unknown"
+    here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).resolve().parent,
-                                capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=5, check=False).stdout.strip()
+        # the library's code differs from the commit (the shipped calibrations themselves aside)
+        dirty = commit and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "..", ":!../recall/calibrations"],
+                                          cwd=here, capture_output=True, timeout=5, check=False).returncode == 1
     except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return f"{v}+g{commit}" if commit else v
+        commit, dirty = "", False
+    return (f"{v}+g{commit}" + (".dirty" if dirty else "")) if commit else v
 
 
 def fit_calibration(sets: Sequence[RunSet], name: str | None = None, **kw: Any) -> Calibration:
