@@ -1,5 +1,5 @@
 """The scorer-aware thresholds (issues 14 and 22): θ and τ for edges a model scored, θ_lexical and τ_lexical for
-edges the offline word-overlap scorer decided, ✓ at each scorer's own calibrated threshold; the measured defaults;
+edges the offline word-overlap scorer decided, ✓ and Δ at each edge's one θ; the measured defaults;
 the presets; old traces; the record of which θ, τ and rule decided each edge."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from crase_core import trace as trace_io
 from crase_core.backends import offline_backend
 from crase_core.errors import InputError
 from crase_core.pipeline import Engine, run_query
+from crase_core.ranking.pruning import edge_theta
 from crase_core.records import EdgeMatrix, EdgeRecord, Paper, Seed, SeedOrigin
 from crase_core.retrieval.neighbourhood import ExpandedGraph
 from crase_core.runs import RunStore
 from crase_core.settings.config import add_arguments, settings_from_args
 from crase_core.settings.pipeline import PRESETS, PipelineSettings
 from crase_core.stages.expansion import Expansion
-from crase_core.stages.pruning import edge_theta, prune_graph
+from crase_core.stages.pruning import prune_graph
 from crase_core.store.termstats import TermStats
 from crase_core.testing.fake_model import fake_backend
 from crase_core.trace import ROUND3_DEFAULTS
@@ -63,13 +64,11 @@ def test_a_lexical_edge_below_theta_is_kept_with_theta_lexical_0_and_the_model_e
     x, y, z = edges["x"], edges["y"], edges["z"]
     # lexical: every row's best (0.5, 0.3) ≥ 0 → s = [1, 1], Δ = 1, w = 1 · 4^−½ (s is 4 years old in 2020)
     assert (x.scorer, x.scorer_reason, x.theta) == ("offline", "outside the model budget", 0.0)
-    assert x.covered == [True, True] and x.delta == 1.0 and x.kept and x.weight == pytest.approx(0.5)
-    # ✓ only where the word-overlap scorer's calibrated 0.32 is reached (0.5, not 0.3), whatever θ_lexical is
-    assert (x.supported, x.support_theta, x.rule) == ([True, False], 0.32, "theta-zero")
+    assert x.supported == [True, True] and x.delta == 1.0 and x.kept and x.weight == pytest.approx(0.5)
+    assert x.rule == "theta-zero"
     assert x.decision == NEVER_PRUNES
     # model: 0.7 and 0.74 < θ 0.75 → Δ = 0, pruned, and the decision names the model's θ
     assert (y.scorer, y.theta, y.supported, y.delta, y.kept) == ("model", 0.75, [False, False], 0.0, False)
-    assert (y.covered, y.support_theta) == ([False, False], 0.75)  # a model's ✓ is its Eq. 3 at θ
     assert y.decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) < 0.75 for all 2 "
                           "citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
     assert z.delta == 0.5 and z.kept and z.weight == pytest.approx(0.25) and z.supported == [True, False]
@@ -80,8 +79,7 @@ def test_a_lexical_edge_below_theta_is_kept_with_theta_lexical_0_and_the_model_e
 def test_theta_lexical_075_prunes_the_lexical_edge_and_leaves_the_model_edges_alone():
     edges = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.75, tau=0.0, tau_lexical=0.0, beta=0.5))
     x, y, z = edges["x"], edges["y"], edges["z"]
-    assert (x.theta, x.covered, x.delta, x.kept, x.weight) == (0.75, [False, False], 0.0, False, 0.0)
-    assert x.supported == [True, False]  # supported at the calibrated 0.32, though pruning read a higher bar
+    assert (x.theta, x.supported, x.delta, x.kept, x.weight) == (0.75, [False, False], 0.0, False, 0.0)
     assert x.decision == ("pruned: no citing claim shares enough words with a cited claim (word-overlap support < "
                           "0.75 for all 2 citing claims); rule: Δ = 0 ≤ τ_lexical 0 at θ_lexical 0.75")
     assert (y.theta, y.delta, y.kept) == (0.75, 0.0, False)
@@ -91,7 +89,7 @@ def test_theta_lexical_075_prunes_the_lexical_edge_and_leaves_the_model_edges_al
 def test_each_threshold_moves_only_its_own_edges():
     # θ_lexical 0.4: the lexical edge's first row (0.5) counts, the second (0.3) not; Δ 0.5 > τ_lexical 0.35
     x = _pruned(PipelineSettings(theta=0.75, theta_lexical=0.4))["x"]
-    assert (x.theta, x.covered, x.delta, x.kept) == (0.4, [True, False], 0.5, True)
+    assert (x.theta, x.supported, x.delta, x.kept) == (0.4, [True, False], 0.5, True)
     assert x.decision.endswith("rule: Δ = 0.5 > τ_lexical 0.35 at θ_lexical 0.4")
     # τ_lexical 0.5 prunes it, τ 0.5 does not (it is the model's)
     assert not _pruned(PipelineSettings(theta_lexical=0.4, tau_lexical=0.5))["x"].kept
@@ -112,7 +110,7 @@ def test_an_edge_the_scorers_do_not_list_is_a_lexical_edge_and_a_failed_one_is_p
     assert (x.scorer, x.theta, x.kept, x.delta) == ("offline", 0.0, False, 0.0)
     assert x.decision == ("pruned: scoring failed (paper x has no claims (no abstract)); rule: an edge that cannot be "
                           "scored has Δ = 0 ≤ τ_lexical 0.35")
-    assert (x.rule, x.supported, x.covered) == ("scoring-failed", [], [])
+    assert (x.rule, x.supported) == ("scoring-failed", [])
     assert all(e.scorer == "offline" and e.theta == 0.0 for e in pruning.edges)
 
 
@@ -180,8 +178,7 @@ def _as_before_calibrated_support(data: dict) -> dict:
     """``data`` as a trace written before issue 22 records its edges: ✓ was Eq. 3's s_i at the edge's θ, and
     no covered, support_theta or rule."""
     for e in data["edges"]:
-        e["supported"] = e.pop("covered")
-        del e["support_theta"], e["rule"]
+        del e["rule"]
     data["trace_version"] = 1
     return data
 
@@ -198,11 +195,11 @@ def test_traces_from_before_the_split_load_with_their_one_theta(tiny_source, tmp
         del e["theta"]
     old = trace_io.from_dict(data)
     assert old.settings == t.settings  # what the run had, not today's defaults
-    decided = [(e.citing, e.cited, e.covered, e.delta, e.kept, e.weight, e.decision, e.theta) for e in t.edges]
-    assert [(e.citing, e.cited, e.covered, e.delta, e.kept, e.weight, e.decision, e.theta) for e in old.edges] == decided
+    decided = [(e.citing, e.cited, e.supported, e.delta, e.kept, e.weight, e.decision, e.theta) for e in t.edges]
+    assert [(e.citing, e.cited, e.supported, e.delta, e.kept, e.weight, e.decision, e.theta)
+            for e in old.edges] == decided
     # its ✓ are what it recorded (Eq. 3 at its θ), and the views say at which θ
-    assert all(e.supported == e.covered and e.support_theta is None and e.rule == "" for e in old.edges)
-    assert all(old.support_threshold(e) == 0.75 for e in old.edges)
+    assert all(e.rule == "" and old.threshold(e) == ("θ_lexical", 0.75) for e in old.edges)
     assert {k: getattr(old.settings, k) for k in ROUND3_DEFAULTS} == {**ROUND3_DEFAULTS, "theta_lexical": 0.75,
                                                                       "L_offline": 2}
     # a run saved before the split opens from the saved-runs folder the same way
@@ -229,8 +226,11 @@ def test_the_html_export_carries_each_edges_threshold(tiny_source):
     assert (data["theta"], data["theta_lexical"]) == (0.75, 0.0)
     assert data["edges"] and all((e["scorer"], e["theta_name"], e["theta"]) == ("offline", "θ_lexical", 0.0)
                                  for e in data["edges"])
-    assert all((e["score_name"], e["support_theta"]) == ("word-overlap support", 0.32) for e in data["edges"])
+    assert all(e["score_name"] == "word-overlap support" and "support_theta" not in e for e in data["edges"])
     assert [e["supported"] for e in data["edges"]] == [list(x.supported) for x in t.edges]
+    # one story: the ✓ marks the page shows are the claims Δ counted
+    assert all(e["delta"] == pytest.approx(sum(e["supported"]) / len(e["supported"])) for e in data["edges"]
+               if e["supported"])
 
 
 def _eval_dev():

@@ -75,13 +75,13 @@ def test_file_that_is_not_a_trace(capsys, tmp_path, content, message):
     assert one_error(_show(capsys, p)) == message
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", None, True])
+@pytest.mark.parametrize("version", [4, 0, "1", None, True])
 @pytest.mark.fault_kind("trace-unknown-version")
 def test_unknown_trace_version(capsys, tmp_path, good, version):
     data = _data(good)
     data["trace_version"] = version
     assert one_error(_show(capsys, _write(tmp_path, data))) == \
-        f"trace version {version!r} is not supported (this Crase reads versions 1 to 2)"
+        f"trace version {version!r} is not supported (this Crase reads versions 1 to 3)"
 
 
 @pytest.mark.parametrize("mutate, message", [
