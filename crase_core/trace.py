@@ -255,9 +255,13 @@ def _v2_to_v3(data: dict) -> dict:
     its Δ counted (its ``covered``, read at its own θ; version 2 also ticked claims at a separate calibrated
     threshold, ``support_theta``, which version 3 does not have), and each node records ``text_match``: kept
     whatever its edges, as version 2 kept them — a text candidate (role ``text``), or a kept node without any
-    edge (a seed the sparse-pool fill kept). ``data`` itself is not changed; anything malformed is left for
-    validation to report."""
+    edge (a seed the sparse-pool fill kept) —, and its settings ``text_matches`` 0 (no top text match was kept
+    without an edge then). ``data`` itself is not changed; anything malformed is left for validation to
+    report."""
     out = {**data, "trace_version": 3}
+    settings = data.get("settings")
+    if isinstance(settings, dict) and "text_matches" not in settings:  # pruning alone decided then
+        out["settings"] = {**settings, "text_matches": 0}
     edges = data.get("edges")
     touched: set[object] = set()
     if isinstance(edges, list):

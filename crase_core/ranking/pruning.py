@@ -8,7 +8,7 @@ claim is *supported* when some cited claim reaches it (s_i, Eq. 3), Δ is the sh
 every view shows are those s_i, so Δ is always the share of ✓.
 
 **The strongest text matches are never lost.** A node survives pruning with a kept edge, or by its text match:
-a text candidate (a full-query hit the expansion added) or one of the question's own top ``text_candidates``
+a text candidate (a full-query hit the expansion added) or one of the question's own top ``text_matches``
 hits (:func:`text_match_ids`), which stays ranked by its text match even when pruning leaves it no edge.
 """
 

@@ -83,7 +83,7 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
                 settings: PipelineSettings, reference_year: int, progress: ProgressFn | None = None, *,
                 scorers: Mapping[Edge, tuple[str, str]], query_hits: Sequence[SearchHit] = ()) -> Pruning:
     """Stage 2c: score and decide every edge; a node survives with a kept edge, or by its text match: a text
-    candidate, or one of the question's own top ``text_candidates`` hits (``query_hits``, the full-query search).
+    candidate, or one of the question's own top ``text_matches`` hits (``query_hits``, the full-query search).
 
     ``scorers[e]`` = (``"model"`` | ``"offline"``, why) says who decided each edge's matrix (stage 2b's
     :class:`~crase_core.stages.scoring.Scored`); it picks the edge's θ and τ
@@ -94,7 +94,7 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
     emit(progress, "pruning", 0, len(graph.edges), "coverage affinity and pruning")
     edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year,
                          scorers.get((u, v), (OFFLINE, ""))) for u, v in graph.edges]
-    top = set(text_match_ids(query_hits, settings.text_candidates, set(graph.nodes)) + expansion.text_ids)
+    top = set(text_match_ids(query_hits, settings.text_matches, set(graph.nodes)) + expansion.text_ids)
     text_ids = [n for n in graph.nodes if n in top]
     alive = surviving_nodes(graph.nodes, edges, text_ids)
     degree, kept_degree, rules = edge_tallies(edges)
