@@ -323,6 +323,8 @@ _APP_JS = r"""
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
+  // a matrix cell cut, not rounded, to 2 decimals (as the app shows it): a cell below θ never reads as θ
+  function cell(x) { return (Math.floor(Number(x) * 100 + 1e-9) / 100).toFixed(2); }
   // a TeX tree of crase_core.views.tex.to_json: a string is text, [kind, part…] a mark drawn as an element of a fixed
   // tag (sup, sub, b, i, span); text only ever enters the page as a text node
   function tex(parent, tree) {
@@ -454,7 +456,7 @@ _APP_JS = r"""
         var mark = e.supported[i2] ? "\u2713 " : "\u2717 ";
         add(tr, cl ? texEl("th", mark + cl.id + ": ", cl.tex, "", "rowh") : el("th", mark + "c" + (i2 + 1), "rowh"));
         row.forEach(function (x) {
-          var td = add(tr, el("td", fmt(x, 2)));
+          var td = add(tr, el("td", cell(x)));
           if (x >= e.theta) td.className = "hit";
           td.style.background = "rgba(29,53,87," + (0.05 + 0.45 * Math.max(0, Math.min(1, x))).toFixed(3) + ")";
           if (x > 0.6) td.style.color = "#ffffff";
