@@ -62,3 +62,19 @@ def test_show_edges_names_the_scorer_delta_support_and_rule(tachyon, tmp_path, c
             f"{len(e.supported)} supported (≥ θ_lexical {e.theta:g}); {e.decision}")
     assert line in out.splitlines()
     assert sum(" → " in x and "[word-overlap support]" in x for x in out.splitlines()) == len(tachyon.edges)
+
+
+def test_the_questions_best_text_match_is_never_lost(hepth_engine):
+    """Issue 30, item 6: 9305061 is the question's own search's #1 but has no reference or citer inside the graph
+    (pruned as isolated, and absent from the 50 results, before); it stays by its text match, and says so."""
+    q = "self-avoiding Nambu-Goto open strings on a random surface string susceptibility of the disk"
+    t = run_query(q, hepth_engine, PipelineSettings(), now=NOW)
+    assert t.query_hits[0].paper_id == "9305061"
+    assert not any(e.kept and "9305061" in (e.citing, e.cited) for e in t.edges)
+    top = [r.paper_id for r in t.results[:10]]
+    assert "9305061" in top
+    r = t.results[top.index("9305061")]
+    assert "kept by its text match (#1 of the question's own search)" in r.reason
+    assert t.node("9305061").text_match and t.node("9305061").kept
+    off = run_query(q, hepth_engine, PipelineSettings(text_matches=0), now=NOW)  # the test can fail
+    assert "9305061" not in {x.paper_id for x in off.results}
