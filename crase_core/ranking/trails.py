@@ -141,7 +141,7 @@ def explain(paper_id: str, trail: list[TrailStep] | None, seed: Seed | None, tex
     """
     if seed is not None:
         if edgeless and text_rank is not None:
-            return f"{seed_reason(seed)}; {text_kept_note(text_rank)}", paper_id, []
+            return f"{text_kept_note(text_rank)}; {seed_reason(seed)}", paper_id, []
         return seed_reason(seed), paper_id, []
     if text_rank is not None and not trail:
         return text_candidate_reason(text_rank, query_restart, edgeless), None, []
