@@ -152,8 +152,8 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
             "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
             "threshold": st.column_config.TextColumn(
                 "threshold", width="small", help="The one θ the edge was read at (its ✓ claims and Δ): θ for an edge "
-                "a model scored, θ_lexical for one the offline word-overlap scorer decided (0 = every claim counts, "
-                "Δ = 1)."),
+                "a model scored, θ_lexical for one the offline word-overlap scorer decided, θ_similarity for one the "
+                "claim-similarity scorer (MiniLM) decided (0 = every claim counts, Δ = 1)."),
             "supported": st.column_config.TextColumn(
                 "supported", width="small", help="Citing claims supported at the edge's threshold: Δ is their "
                 "share."),

@@ -42,7 +42,8 @@ st.markdown("""<style>
 </style>""", unsafe_allow_html=True)  # static CSS only, no user text
 store = audit_store()
 auditor = st.session_state.get("auditor", "").strip()
-SCORER_NAMES = {"model": "the model (entailment)", "offline": "word overlap (offline)"}
+SCORER_NAMES = {"model": "the model (entailment)", "offline": "word overlap (offline)",
+                "similarity": "claim similarity (MiniLM, not entailment)"}
 
 
 def blind_judgement(trace, e, auditor: str) -> None:

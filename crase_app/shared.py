@@ -336,10 +336,12 @@ def legend() -> None:
 # --- inspectors --------------------------------------------------------------------------------------------------
 #: what each threshold is, after its value in the matrix caption (RunTrace.threshold names it)
 THRESHOLD_OF = {"θ": " (the threshold of edges a model scored)",
-                "θ_lexical": " (the threshold of edges the offline word-overlap scorer decided)"}
+                "θ_lexical": " (the threshold of edges the offline word-overlap scorer decided)",
+                "θ_similarity": " (the threshold of edges the claim-similarity scorer decided)"}
 SCORER_BADGES = {
     "model": ("entailment (model)", "blue", ":material/smart_toy:"),
     "offline": ("word-overlap support (offline scorer, not entailment)", "orange", ":material/rule:"),
+    "similarity": ("claim similarity (MiniLM, on-device; not entailment)", "violet", ":material/rule:"),
 }
 #: what M[i][j] is, by scorer (the matrix caption's first words; ``{shape}``: n_u × n_v)
 MATRIX_MEANING = {
@@ -348,6 +350,9 @@ MATRIX_MEANING = {
     "offline": "**Word-overlap support** ({shape}): M[i][j] = the share of claim i of u's informative words (content "
                "words weighted by their rarity in the corpus, IDF) that claim j of v also uses. Not entailment: "
                "shared words cannot tell support from contradiction.",
+    "similarity": "**Claim similarity (MiniLM)** ({shape}): M[i][j] = max(0, cosine) of the on-device "
+                  "all-MiniLM-L6-v2 vectors of claim i of u and claim j of v. Not entailment: closeness in meaning "
+                  "cannot tell support from contradiction.",
 }
 
 
@@ -522,6 +527,8 @@ def support_help(trace: RunTrace, e: EdgeRecord) -> str:
             f"threshold{THRESHOLD_OF.get(theta_name, '')}.")
     if e.scorer == "model":
         return text
+    if e.scorer == "similarity":
+        return text + " Closeness in meaning is not entailment: a claim and its negation are close."
     return text + " Shared words are not entailment: a contradicting claim can share as many."
 
 

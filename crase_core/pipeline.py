@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from crase_core import deadline
-from crase_core.backends import ModelBackend
+from crase_core.backends import ModelBackend, with_support_scorer
 from crase_core.cache import ResultCache, stable_hash
 from crase_core.component_cache import ComponentCache, Edge
 from crase_core.errors import InputError
@@ -173,7 +173,9 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
     settings = settings or PipelineSettings()
     q = clean_query(query)
     now = now or _dt.datetime.now(_dt.UTC)
-    components = ComponentCache(engine.backend, engine.cache, meter=run_meter(engine.backend, settings),
+    backend, scorer_warning = with_support_scorer(engine.backend, settings.support_scorer)
+    scorer_warnings = [scorer_warning] if scorer_warning else []
+    components = ComponentCache(backend, engine.cache, meter=run_meter(backend, settings),
                                 retry_failures=settings.retry_failures)
     clock = _Clock()
     with clock("plan"):
@@ -187,7 +189,8 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
     with clock("budget"):
         budget, cached = count_budget(planning.plan, expansion, components)
     return GraphBuild(q, settings.age_reference_year or now.year, planning.plan, seeds, expansion, budget, cached,
-                      components, planning.warnings + seeds.warnings + expansion.warnings, clock.timings)
+                      components, scorer_warnings + planning.warnings + seeds.warnings
+                      + expansion.warnings, clock.timings)
 
 
 def estimate_budget(query: str, engine: Engine, settings: PipelineSettings | None = None) -> Budget:
@@ -233,7 +236,8 @@ def score_graph(build: GraphBuild, settings: PipelineSettings, engine: Engine, c
         claims = extract_claims(build.expansion, build.cached, build.budget, components, progress)
     with clock("entailment"):
         matrices = score_edges(build.expansion, claims, build.cached, components, progress)
-    return legacy_scored(claims, matrices, build.expansion.graph.edges, engine.backend.name)
+    return legacy_scored(claims, matrices, build.expansion.graph.edges, components.backend.name,
+                         components.backend.support)
 
 
 @_with_deadline
@@ -300,7 +304,7 @@ def assemble_trace(build: GraphBuild, settings: PipelineSettings, engine: Engine
         settings=settings,
         source=source.name,
         source_filter=source.filter.describe() if hasattr(source, "filter") else "none",
-        backend=engine.backend.describe(),
+        backend=build.components.backend.describe(),  # the run's scorer (support_scorer), not only the engine's
         reference_year=build.reference_year,
         plan=build.plan,
         subquery_results=seeding.subquery_results,

@@ -173,8 +173,9 @@ class EdgeMatrix:
     usage: Usage = field(default_factory=Usage)
 
 
-#: who decided an edge's matrix (``EdgeRecord.scorer``): a model, or the offline lexical scorer
-MODEL, OFFLINE = "model", "offline"
+#: who decided an edge's matrix (``EdgeRecord.scorer``): a model, the offline lexical scorer, or the offline
+#: claim-similarity scorer (``support_scorer`` similarity)
+MODEL, OFFLINE, SIMILARITY = "model", "offline", "similarity"
 
 
 @dataclass
@@ -196,10 +197,12 @@ class EdgeRecord:
     cached: bool = False
     contexts: list[str] = field(default_factory=list)  # citing sentences, where the source has them
     intents: list[str] = field(default_factory=list)
-    scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
+    scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix), "offline" (lexical scorer) or
+    # "similarity" (the on-device claim-similarity scorer)
     scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
     # the θ that decided s_i (Eq. 3), its scorer's (crase_core.ranking.pruning.SCORERS): settings.theta for a model's
-    # matrix, settings.theta_lexical for the offline lexical scorer's (None: not recorded)
+    # matrix, settings.theta_lexical for the offline lexical scorer's, settings.theta_similarity for the similarity
+    # scorer's (None: not recorded)
     theta: float | None = None
     # which rule decided ``kept`` (crase_core.ranking.pruning: RULE_*); "" in traces from before it was recorded
     rule: str = ""

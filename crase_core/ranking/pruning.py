@@ -19,7 +19,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from crase_core.evidence.entailment import WORD_OVERLAP_NAME
-from crase_core.records import MODEL, OFFLINE, EdgeRecord, SearchHit, Seed
+from crase_core.evidence.similarity import CLAIM_SIMILARITY_NAME
+from crase_core.records import MODEL, OFFLINE, SIMILARITY, EdgeRecord, SearchHit, Seed
 from crase_core.settings.pipeline import PipelineSettings
 
 
@@ -51,6 +52,8 @@ SCORERS: dict[str, ScorerRule] = {r.scorer: r for r in (
                ("is entailed by a cited claim", "are entailed by a cited claim")),
     ScorerRule(OFFLINE, WORD_OVERLAP_NAME, "theta_lexical", "tau_lexical", "θ_lexical", "τ_lexical",
                ("shares enough words with a cited claim", "share enough words with a cited claim")),
+    ScorerRule(SIMILARITY, CLAIM_SIMILARITY_NAME, "theta_similarity", "tau_similarity", "θ_similarity",
+               "τ_similarity", ("is close in meaning to a cited claim", "are close in meaning to a cited claim")),
 )}
 
 
@@ -60,7 +63,8 @@ def scorer_rule(scorer: str) -> ScorerRule:
 
 
 def score_name(scorer: str) -> str:
-    """What an edge's matrix values are called: "entailment (model)" or "word-overlap support"."""
+    """What an edge's matrix values are called: "entailment (model)", "word-overlap support" or "claim similarity
+    (MiniLM)" (the offline scorers are never called entailment)."""
     return scorer_rule(scorer).score_name
 
 

@@ -50,6 +50,9 @@ FUSION_MODES: dict[str, str] = {
                    "(1−μ)/(k + rank) + μ/(k + search rank), μ = text_rank_weight",
 }
 
+#: the offline claim scorers (``support_scorer``): what each judges.
+SUPPORT_SCORERS: tuple[str, ...] = ("word-overlap", "similarity")
+
 #: named starting points (one TOML file each in ``presets/``); an explicit flag or form value overrides a
 #: preset's value. ``default`` is the declared defaults themselves.
 def _load_presets() -> dict[str, dict[str, Any]]:
@@ -70,7 +73,8 @@ STAGES: dict[str, tuple[str, ...]] = {
                "semantic_feedback_weight", "semantic_feedback_scope", "feedback_docs", "feedback_terms",
                "feedback_weight", "anchor_weight"),
     "expansion": ("hops", "neighbor_cap", "text_candidates"),
-    "evidence": ("theta", "theta_lexical", "tau", "tau_lexical", "text_matches", "beta", "age_reference_year"),
+    "evidence": ("support_scorer", "theta", "theta_lexical", "theta_similarity", "tau", "tau_lexical",
+                 "tau_similarity", "text_matches", "beta", "age_reference_year"),
     "ranking": ("k", "ranker", "alpha", "personalization", "query_power", "anchor_restart_weight", "tol", "max_iter",
                 "cep_hop_discount", "cep_background_restart", "cep_background_iterations", "fusion",
                 "fusion_weight", "text_rank_weight", "text_rank_confidence", "text_rank_specificity", "text_floor",
@@ -161,6 +165,22 @@ class PipelineSettings:
         "0.35 also those where at most a third do (one claim of 3, 4 or 5).",
         label="τ_lexical — prune if Δ ≤ τ_lexical (word-overlap edges)", minimum=0.0, maximum=1.0, max_open=True,
         step=0.05)
+    support_scorer: str = knob(
+        "word-overlap", "Which offline scorer judges the claims of an edge when no model does (the offline backend): "
+        "word-overlap (the share of a claim's informative words a cited claim holds) or similarity (the cosine of "
+        "the two claims' on-device all-MiniLM-L6-v2 vectors: closeness in meaning, not entailment). When the model "
+        "cannot load, the run uses word overlap and says so.",
+        label="Offline claim scorer", choices=SUPPORT_SCORERS)
+    theta_similarity: float = knob(
+        0.60, "θ_similarity: θ of Eq. 3 for edges the claim-similarity scorer decided (support_scorer similarity): a "
+        "citing claim is marked supported when some cited claim's vector has cosine ≥ this with its own "
+        "(calibrated on the bundled SciFact pairs). 0 counts every claim (Δ = 1).",
+        label="θ_similarity — claim-similarity threshold (similarity edges)", minimum=0.0, maximum=1.0, step=0.01)
+    tau_similarity: float = knob(
+        0.0, "τ_similarity: edges the claim-similarity scorer decided are pruned when Δ ≤ τ_similarity; 0 prunes "
+        "exactly the edges where no citing claim is close enough (θ_similarity) to a cited claim.",
+        label="τ_similarity — prune if Δ ≤ τ_similarity (similarity edges)", minimum=0.0, maximum=1.0,
+        max_open=True, step=0.05)
     text_matches: int = knob(
         3, "The question's own top N search hits stay in the ranking by their text match even when pruning leaves "
         "them no kept citation edge (a seed, or any paper of the graph; its reason says so). 0: pruning alone "

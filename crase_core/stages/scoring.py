@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from crase_core.component_cache import ComponentCache, Edge
 from crase_core.llm.spend import is_budget_failure
-from crase_core.records import MODEL, OFFLINE, Budget, ClaimSet, EdgeMatrix
+from crase_core.records import MODEL, OFFLINE, SIMILARITY, Budget, ClaimSet, EdgeMatrix
 from crase_core.stages.budget import CachedWork
 from crase_core.stages.expansion import Expansion
 from crase_core.stages.progress import ProgressFn, emit
@@ -90,18 +90,21 @@ MOSTLY_FAILED_WARNING = ("most model answers failed ({failed} of {asked} items):
                          "decisions for them. Check the endpoint, then rerun with --retry-failures")
 
 
-def legacy_scorers(edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix], backend_name: str) -> dict[Edge, tuple[str, str]]:
-    """Who decided each edge when the backend has no offline fallback: all by the backend itself."""
+def legacy_scorers(edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix], backend_name: str,
+                   support: str = OFFLINE) -> dict[Edge, tuple[str, str]]:
+    """Who decided each edge when the backend has no offline fallback: all by the backend itself (the offline
+    backend's: its ``support`` scorer, word overlap or claim similarity)."""
     if backend_name == "offline":
-        return {e: (OFFLINE, "offline backend") for e in edges}
+        return {e: (support, "offline backend" + (", claim similarity" if support == SIMILARITY else ""))
+                for e in edges}
     return {e: (MODEL, "model backend without an offline cascade"
                 + (f"; failed: {matrices[e].error}" if matrices[e].error else "")) for e in edges}
 
 
 def legacy_scored(claims: dict[str, ClaimSet], matrices: dict[Edge, EdgeMatrix], edges: Sequence[Edge],
-                  backend_name: str) -> Scored:
+                  backend_name: str, support: str = OFFLINE) -> Scored:
     """:class:`Scored` for a backend without fallback, with its failure count and warning."""
-    scored = Scored(claims, matrices, legacy_scorers(edges, matrices, backend_name))
+    scored = Scored(claims, matrices, legacy_scorers(edges, matrices, backend_name, support))
     if backend_name == "offline":
         return scored
     items: list[tuple[str, str | None]] = [(f"claims of {n}", cs.error) for n, cs in claims.items() if not cs.cached]

@@ -167,8 +167,8 @@ def xml_text(value: object) -> str:
 
 def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
     """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
-    edges with Δ, age factor, weight, kept, the decision and its rule, the scorer ("model"/"offline") and what its
-    numbers are (``score``: "entailment (model)" or "word-overlap support"), the θ Δ was read at
+    edges with Δ, age factor, weight, kept, the decision and its rule, the scorer ("model"/"offline"/"similarity") and
+    what its numbers are (``score``: "entailment (model)", "word-overlap support" or "claim similarity (MiniLM)"), the θ Δ was read at
     (:meth:`~crase_core.trace.RunTrace.threshold`), the citing claims and those supported at that θ (Δ's share).
     ``include_pruned=False`` keeps the pruned graph only.
     Every text goes through :func:`xml_text`, so the output is well-formed XML whatever the titles hold."""

@@ -64,11 +64,16 @@ ROLE_LABELS: dict[str, str] = {
     "text": "text match (outside the graph)",
 }
 PRUNED_EDGE_COLOUR = "#d08c7f"
-#: kept edges by who decided them: a model's matrix, or the offline word-overlap (lexical support) scorer
+#: kept edges by who decided them: a model's matrix, or an offline scorer (word overlap, or claim similarity: both
+#: drawn dashed, neither is entailment)
 EDGE_COLOURS = {"model": "#1d3557", "offline": "#3f5873"}
 EDGE_DASHES: dict[str, list[float]] = {"model": [], "offline": [7.0, 4.0], "pruned": [2.0, 4.0]}
 SCORER_LABELS = {"model": "scored by the model",
-                 "offline": "scored by word overlap (the offline lexical scorer, not a model)"}
+                 "offline": "scored by word overlap (the offline lexical scorer, not a model)",
+                 "similarity": "scored by claim similarity (MiniLM, on-device: closeness in meaning, not entailment)"}
+#: the legend's words for the dashed (offline) edges, by scorer
+DASHED_LEGEND = {"offline": "dashed: word-overlap scorer (offline)",
+                 "similarity": "dashed: claim similarity (MiniLM, not entailment)"}
 LIBRARY_BORDER = "#1e7b34"  # the thick green border of a paper already in the user's library
 LIBRARY_LABEL = "already in your library"
 NOT_CONNECTED, PRUNED_GROUP = -1, -3  # communities: no kept citation edge / pruned papers
@@ -970,10 +975,12 @@ def legend_items(trace: RunTrace, view: GraphView) -> list[dict[str, str]]:
     if kept:
         items.append({"kind": "delta", "colour": EDGE_COLOURS["model" if scorers == {"model"} else "offline"],
                       "text": "width, darkness = Δ (coverage)"})
-    for s in ("model", "offline"):
-        if s in scorers:
-            text = "solid: scored by the model" if s == "model" else "dashed: word-overlap scorer (offline)"
-            items.append({"kind": "line" if s == "model" else "dash", "colour": EDGE_COLOURS[s], "text": text})
+    if "model" in scorers:
+        items.append({"kind": "line", "colour": EDGE_COLOURS["model"], "text": "solid: scored by the model"})
+    if "offline" in scorers:
+        offline = [s for s in DASHED_LEGEND if any(edge_scorer(e) == s for e in kept)] or ["offline"]
+        items.append({"kind": "dash", "colour": EDGE_COLOURS["offline"],
+                      "text": "; ".join(DASHED_LEGEND[s] for s in offline)})
     if any(not e.kept for e in view.edges):
         items.append({"kind": "pruned", "colour": PRUNED_EDGE_COLOUR, "text": "pruned edge (Δ ≤ τ)"})
     items.append({"kind": "ring", "colour": "#e76f51", "text": "selected"})

@@ -2,7 +2,7 @@
 
 ``to_html(trace)`` writes a page that opens from disk with no server and no network: vis-network
 9.1.2 (dual-licensed Apache-2.0 / MIT, © Almende B.V. and the visjs contributors; its licence header
-is kept) and the page's own script are inlined. Clicking an edge shows its score matrix (entailment or word-overlap support) with the
+is kept) and the page's own script are inlined. Clicking an edge shows its score matrix (entailment, word-overlap support or claim similarity) with the
 claims of both papers, Δ, the age factor, the weight and the prune decision; clicking a paper (in the
 graph or the list) shows its abstract, link, seed fate and reason.
 
@@ -29,6 +29,7 @@ from crase_core.llm.cost_report import budget_summary, cost_summary
 from crase_core.ranking.pruning import score_name
 from crase_core.ranking.trails import origin_text
 from crase_core.recall.estimate import summary_lines
+from crase_core.records import SIMILARITY
 from crase_core.resources import graph_component_dir
 from crase_core.retrieval.library import paper_link
 from crase_core.trace import RunTrace
@@ -157,6 +158,10 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "source": trace.source, "backend": trace.backend.get("backend", "?"), "ranker": trace.ranking.ranker,
         "theta": trace.settings.theta, "theta_lexical": trace.settings.theta_lexical, "tau": trace.settings.tau,
         "tau_lexical": trace.settings.tau_lexical,
+        # the claim-similarity scorer's θ and τ, named only when it decided an edge ("" otherwise)
+        "similarity": (f"\u03b8_similarity = {trace.settings.theta_similarity:g}, \u03c4_similarity = "
+                       f"{trace.settings.tau_similarity:g} (claim-similarity edges, MiniLM: not entailment), "
+                       if any(e.scorer == SIMILARITY for e in trace.edges) else ""),
         "beta": trace.settings.beta,
         "reference_year": trace.reference_year, "top_k": DEFAULT_TOP_K, "wide_nodes": MAX_WIDE_VIEW_NODES,
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
@@ -304,7 +309,7 @@ table.why tr.term th{background:#f5f7fa}table.why tr:first-child th:first-child{
 </div>
 <div id="graph"></div>
 </section>
-<section id="panel"><p>Click an edge to see its score matrix (entailment by a model, or word-overlap support offline),
+<section id="panel"><p>Click an edge to see its score matrix (entailment by a model, or word-overlap support or claim similarity offline),
 both papers' claims and the prune decision; click a paper (here or in the list) for its abstract, link and why it is
 ranked. Double-click a paper for its focus view.</p></section>
 </main>
@@ -354,7 +359,7 @@ _APP_JS = r"""
   var c = D.counts;
   document.getElementById("meta").textContent = c.seeds + " seeds (" + c.seeds_kept + " kept) \u00b7 |V| " + c.nodes +
     " (" + c.nodes_kept + " kept) \u00b7 |E| " + c.edges + " (" + c.edges_kept + " kept) \u00b7 ranker " + D.ranker +
-    " \u00b7 \u03b8 = " + D.theta + " (model-scored edges), \u03b8_lexical = " + D.theta_lexical + " (word-overlap edges), \u03c4 = " + D.tau + " (model-scored edges), \u03c4_lexical = " + D.tau_lexical + " (word-overlap edges), \u03b2 = " + D.beta + " \u00b7 source " + D.source +
+    " \u00b7 \u03b8 = " + D.theta + " (model-scored edges), \u03b8_lexical = " + D.theta_lexical + " (word-overlap edges), \u03c4 = " + D.tau + " (model-scored edges), \u03c4_lexical = " + D.tau_lexical + " (word-overlap edges), " + D.similarity + "\u03b2 = " + D.beta + " \u00b7 source " + D.source +
     " \u00b7 backend " + D.backend + " \u00b7 run " + D.run_id + (D.created_at ? " \u00b7 " + D.created_at : "");
   document.getElementById("cost").textContent = "Work: " + D.budget + " \u00b7 done: " + D.cost + " \u00b7 pipeline time " + D.elapsed + " s";
   var notices = document.getElementById("notices");
