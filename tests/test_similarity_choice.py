@@ -23,6 +23,7 @@ from crase_core.stages.expansion import Expansion
 from crase_core.stages.pruning import prune_graph
 from crase_core.stages.scoring import legacy_scored
 from crase_core.testing.fake_model import fake_backend
+from crase_core.views.graph_views import graph_view, legend_items
 from crase_core.views.html_export import export_data, to_html
 
 #: 2-d claim vectors (normalised by the encoder): s's claims are the axes
@@ -181,3 +182,6 @@ def test_a_similarity_run_names_its_scorer_in_the_trace_cli_and_export(brane_cor
     assert {e["theta_name"] for e in data["edges"]} == {"θ_similarity"}
     assert data["similarity"].startswith("θ_similarity = 0.6, τ_similarity = 0 (claim-similarity edges, MiniLM")
     assert "D.similarity" in to_html(trace)
+    legend = [i["text"] for i in legend_items(trace, graph_view(trace, "everything", show_pruned=True))]
+    assert "dashed: claim similarity (MiniLM, not entailment)" in legend
+    assert not any("word-overlap" in t for t in legend)
