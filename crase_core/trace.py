@@ -52,7 +52,9 @@ ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_l
                                    "proximity_weight": 0.0, "proximity_window_weight": 0.0,
                                    "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
                                    "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
-                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
+                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all",
+                                   **{k: 0.0 for k in ("dense_seed_weight", "dense_restart_weight",
+                                                       "dense_fusion_weight")}}
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
 MAX_TRACE_BYTES = 512 << 20
 
@@ -95,6 +97,10 @@ class RunTrace:
     applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
     #: what semantic feedback read (model, where from), or why it was off and how to turn it on
     semantic_note: str = ""
+    #: whether the question was embedded and fused with the search (crase_core.retrieval.dense)
+    dense_question: bool = False
+    #: what the question's embedding read (model), or why the run ranked by words
+    dense_note: str = ""
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
