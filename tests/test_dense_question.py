@@ -55,6 +55,25 @@ def test_model_names_compare_without_path_or_quantisation():
     assert model_name("all-MiniLM-L6-v2") != model_name("nomic-embed-text")
 
 
+def test_the_on_device_model_embeds_a_question_near_its_paper(hepth_source, tmp_path):
+    """The real encoder (crase_core.encoder) against the shipped hep-th vectors: a paper's own title is nearest
+    its own row among a few others."""
+    from crase_core.encoder import EncoderUnavailable, load_encoder
+
+    try:
+        load_encoder()
+    except EncoderUnavailable as e:
+        pytest.skip(str(e))
+    emb = hepth_source.embeddings
+    corpus = hepth_source.corpus
+    e = QuestionEmbedder(ResultCache(tmp_path))
+    rows = [corpus.index[p] for p in ("9711200", "9802150", "9905111", "0003160")]
+    for row in rows:
+        v = e.vector(corpus.papers[row].text, emb.manifest.model, 384)
+        assert max(rows, key=lambda r: float(emb.matrix[r] @ v)) == row
+        assert float(emb.matrix[row] @ v) > 0.99  # title + abstract: the same text the corpus row embeds
+
+
 class FakeEncoder:
     """A deterministic stand-in for the on-device model: every text maps to ``vector`` (counted)."""
 
@@ -69,20 +88,23 @@ class FakeEncoder:
 
 def test_the_question_vector_is_cached_by_model_and_text(tmp_path):
     enc = FakeEncoder([3.0, 4.0, 0.0, 0.0])
-    first = QuestionEmbedder(ResultCache(tmp_path), load=lambda: enc)
+    first = QuestionEmbedder(ResultCache(tmp_path), load=lambda: enc, identity=lambda: "fake")
     v = first.vector("a question", "fake-minilm", 4)
     assert np.allclose(v, [0.6, 0.8, 0.0, 0.0]) and first.loads == 1 and enc.calls == 1
 
     def no_model():
         raise AssertionError("the cached path must not load the model")
 
-    again = QuestionEmbedder(ResultCache(tmp_path), load=no_model)  # a fresh process: same cache folder
+    again = QuestionEmbedder(ResultCache(tmp_path), load=no_model, identity=lambda: "fake")  # a fresh process: same cache folder
     assert np.allclose(again.vector("a question", "fake-minilm", 4), v) and again.loads == 0
-    with pytest.raises(AssertionError):  # another question misses (the test can fail)
+    with pytest.raises(AssertionError):  # another question misses (the test can fail), and so does another model
         again.vector("another question", "fake-minilm", 4)
+    with pytest.raises(AssertionError):
+        QuestionEmbedder(ResultCache(tmp_path), load=no_model, identity=lambda: "fake-2").vector(
+            "a question", "fake-minilm", 4)
     # vectors of another model cannot be compared with the question's
     with pytest.raises(DenseUnavailable, match="the corpus vectors are from nomic-embed"):
-        QuestionEmbedder(None, load=lambda: enc).vector("a question", "nomic-embed", 4)
+        QuestionEmbedder(None, load=lambda: enc, identity=lambda: "fake").vector("a question", "nomic-embed", 4)
 
 
 def test_a_model_that_cannot_load_is_asked_once():
@@ -92,7 +114,7 @@ def test_a_model_that_cannot_load_is_asked_once():
         calls.append(1)
         raise DenseUnavailable("the model file is missing")
 
-    e = QuestionEmbedder(None, load=broken)
+    e = QuestionEmbedder(None, load=broken, identity=lambda: "fake")
     for _ in range(2):
         with pytest.raises(DenseUnavailable, match="missing"):
             e.vector("q", "fake-minilm", 4)
@@ -120,7 +142,7 @@ def _run(source, settings, load):
     from crase_core.backends import offline_backend
     from crase_core.pipeline import Engine, run_query
 
-    engine = Engine(source, offline_backend(), None, embedder=QuestionEmbedder(None, load=load))
+    engine = Engine(source, offline_backend(), None, embedder=QuestionEmbedder(None, load=load, identity=lambda: "fake"))
     return run_query("black hole entropy in gauge theory", engine, settings)
 
 

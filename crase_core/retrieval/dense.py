@@ -69,6 +69,18 @@ def default_loader() -> Encoder:
         raise DenseUnavailable(str(e)) from None
 
 
+def default_identity() -> str:
+    """What the on-device model's vectors are, for the cache key, without loading it: its pinned model id, or
+    the file and hash ``$CRASE_MINILM_ONNX`` / ``$CRASE_MINILM_ONNX_SHA256`` name instead."""
+    from crase_core.encoder import MODEL_ID
+    from crase_core.settings import environment
+
+    override = environment.get(environment.MINILM_ONNX)
+    if not override:
+        return MODEL_ID
+    return f"{MODEL_ID}|{override}|{environment.get(environment.MINILM_ONNX_SHA256) or ''}"
+
+
 def model_name(model: str) -> str:
     """A model's name for comparison: the last path part, lower case, without a quantisation or format suffix
     (``sentence-transformers/all-MiniLM-L6-v2`` and ``all-minilm-l6-v2-int8.onnx`` are both
@@ -83,10 +95,13 @@ class QuestionEmbedder:
     """Embeds a question with the on-device model, through the result cache (``cache``; None: no cache).
 
     ``load`` gives the encoder (default: :func:`default_loader`; tests pass a small deterministic one); it is
-    called at most once per embedder, and only on a cache miss."""
+    called at most once per embedder, and only on a cache miss. ``identity`` names the encoder's vectors
+    without loading it (default: :func:`default_identity`): the cache key is that identity, the corpus model
+    and dimension, and the question's text."""
 
     cache: ResultCache | None = None
     load: Callable[[], Encoder] = default_loader
+    identity: Callable[[], str] = default_identity
     _encoder: Encoder | None = None
     _failed: str | None = None
     loads: int = 0  # how many times the model was asked for (0 on the cached path)
@@ -94,14 +109,14 @@ class QuestionEmbedder:
     def vector(self, text: str, model: str, dim: int) -> np.ndarray:
         """The unit vector of ``text`` from a model that wrote the corpus vectors ``model`` of ``dim``
         dimensions; :class:`DenseUnavailable` when the model cannot load or is another model."""
-        key = result_key("question-vector", f"{model_name(model)}/{dim}/v{VECTOR_VERSION}", text)
+        key = result_key("question-vector", f"{self.identity()}|{model_name(model)}/{dim}|v{VECTOR_VERSION}", text)
         if self.cache is not None:
             hit = self.cache.get_many([key]).get(key)
             vec = _as_vector(hit, dim)
             if vec is not None:
                 return vec
         encoder = self._get()
-        if model_name(encoder.model_id) != model_name(model) or int(encoder.dim) != dim:
+        if model_name(getattr(encoder, "model_name", encoder.model_id)) != model_name(model) or int(encoder.dim) != dim:
             raise DenseUnavailable(f"the corpus vectors are from {model} ({dim} dimensions), the on-device model is "
                                    f"{encoder.model_id} ({encoder.dim}): the question cannot be compared with them")
         rows = np.asarray(encoder.encode([text]), dtype=np.float32)
