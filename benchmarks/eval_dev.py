@@ -195,6 +195,14 @@ RUNS: dict[str, Run] = {
                                      f"round 5's default with semantic feedback w_s {w:g} in the final fusion's "
                                      "list only (seeds and the walk's restart keep the search's own)")
        for w in (0.3, 0.4, 0.5, 0.6)},
+    # issue 30 item 2: the question embedded (crase_core.retrieval.dense), each use on its own, on the default
+    **{f"dense-{use}-{w:g}": Run("crase", {f"dense_{knob}_weight": w},
+                                 f"the default with the question's embedding fused into {what} (w_q {w:g})")
+       for use, knob, what, weights in (
+           ("fusion", "fusion", "the final fusion's list (text candidates, fusion, floor)", (0.2, 0.4, 0.6)),
+           ("restart", "restart", "the walk's restart list", (0.2, 0.4, 0.6)),
+           ("seeds", "seed", "the question's own seeds", (0.3, 0.6)))
+       for w in weights},
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
     # issue 14, round 6: round 6's default's stages ablated (only that part changes)
     **{name: Run("crase", {**ROUND6, **change}, what, variant)
@@ -268,6 +276,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "round6-no-recency-weight", "round6-no-proximity"),
     "issue 22: pruning of the word-overlap scorer's edges": (
         "round6-default", "crase", "prune-theta-0.07", "prune-theta-0.04-tau-0.4", "prune-theta-0.15"),
+    "issue 30: the question embedded (each use, its weight)": (
+        "crase", "dense-fusion-0.2", "dense-fusion-0.4", "dense-fusion-0.6", "dense-restart-0.2", "dense-restart-0.4",
+        "dense-restart-0.6", "dense-seeds-0.3", "dense-seeds-0.6"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round6-default", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",

@@ -188,3 +188,51 @@ def test_without_a_model_or_vectors_the_run_ranks_by_words_and_says_so(tiny_sour
     assert not plain.dense_question
     assert any(w.startswith("question not embedded (ranked by words):") and "crase corpus embed" in w
                for w in plain.warnings)
+
+
+FRESH = """
+import sys
+from crase_core.cli.main import main
+code = main(sys.argv[1:])
+print("onnxruntime loaded:", "onnxruntime" in sys.modules, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_a_repeated_question_in_a_fresh_process_never_loads_the_model(tmp_path, tiny_corpus_dir):
+    """End to end on a real corpus folder: `crase corpus embed` on the device, then the same `crase query` in two
+    fresh processes; the first embeds the question, the second reads its vector from the result cache and never
+    imports onnxruntime. The trace says the question was embedded both times."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from crase_core.encoder import EncoderUnavailable, load_encoder
+
+    try:
+        load_encoder()
+    except EncoderUnavailable as e:
+        pytest.skip(str(e))
+    folder = tmp_path / "tiny"
+    shutil.copytree(tiny_corpus_dir, folder)
+    env = {**os.environ, "CRASE_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+
+    def crase(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", FRESH, *argv], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    r = crase("corpus", "embed", str(folder))
+    assert r.returncode == 0, r.stderr
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"run{i}.json"
+        r = crase("query", "black hole microstates counted by a dual field theory", "--corpus", str(folder),
+                  "--dense-fusion-weight", "0.5", "--json", str(out), "--quiet")
+        assert r.returncode == 0, r.stderr
+        runs.append((json.loads(out.read_text()), r.stderr))
+    (first, err1), (second, err2) = runs
+    assert "onnxruntime loaded: True" in err1 and "onnxruntime loaded: False" in err2
+    assert first["dense_question"] and second["dense_question"]
+    assert [r["paper_id"] for r in first["results"]] == [r["paper_id"] for r in second["results"]]
