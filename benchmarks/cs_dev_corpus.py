@@ -26,8 +26,9 @@ and ids the metadata does not know are dropped and counted). Years: the metadata
 paper of a later year.
 
 ``eval`` runs methods or settings on a benchmark over the corpus (the harness ``crase eval`` runs, resumable,
-into ``--work``/runs/NAME) and prints R@K/MAP@K with 95% bootstrap intervals and each run against ``crase``
-(paired permutation p); ``--out`` keeps the run files (without ranked lists) for docs/benchmarks.md.
+into ``--work``/runs/NAME) and prints R@K/MAP@K with 95% bootstrap intervals and each run against ``--base``
+(paired permutation p; default ``no-dense``, the default without the question's embedding); ``--out`` keeps the
+run files (without ranked lists) for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -55,14 +56,16 @@ DEFAULT_BENCH = REPO / "benchmarks" / "data" / "aan_refs_dev.jsonl"
 OUT = REPO / "benchmarks" / "results" / "aan_refs_dev"
 METRICS = ("recall@5", "recall@20", "recall@50", "map@50")
 #: the runs ``eval`` knows: method and settings overrides
+DENSE_OFF: dict[str, Any] = {"dense_seed_weight": 0.0, "dense_restart_weight": 0.0, "dense_fusion_weight": 0.0}
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "crase": ("crase", {}),
+    "no-dense": ("crase", dict(DENSE_OFF)),
     "bm25": ("bm25", {}),
     "dense": ("dense", {}),
-    **{f"dense-{use}-{w:g}": ("crase", {f"dense_{knob}_weight": w})
+    **{f"dense-{use}-{w:g}": ("crase", {**DENSE_OFF, f"dense_{knob}_weight": w})
        for use, knob in (("fusion", "fusion"), ("restart", "restart"), ("seeds", "seed"))
        for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.8)},
-    **{f"dense-seeds-fusion-{w:g}": ("crase", {"dense_seed_weight": w, "dense_fusion_weight": w}) for w in (0.4, 0.6)},
+    **{f"dense-seeds-fusion-{w:g}": ("crase", {**DENSE_OFF, "dense_seed_weight": w, "dense_fusion_weight": w}) for w in (0.4, 0.6)},
     **{f"dense-all-{w:g}": ("crase", {"dense_seed_weight": w, "dense_restart_weight": w, "dense_fusion_weight": w})
        for w in (0.4, 0.6)},
 }
@@ -206,9 +209,10 @@ def evaluate(args: argparse.Namespace) -> int:
     labelled = list(rows.items())
     print("95 % bootstrap intervals (1,000 resamples over queries):\n")
     print(kind_table(labelled, {}, METRICS))
-    if "crase" in rows and len(rows) > 1:
-        print("\nAgainst the default (Δ = run − crase; paired permutation p):\n")
-        print(paired_table(("crase", rows["crase"]), [r for r in labelled if r[0] != "crase"], {}, METRICS))
+    base = args.base if args.base in rows else "crase"
+    if base in rows and len(rows) > 1:
+        print(f"\nAgainst {base} (Δ = run − {base}; paired permutation p):\n")
+        print(paired_table((base, rows[base]), [r for r in labelled if r[0] != base], {}, METRICS))
     return 0
 
 
@@ -225,6 +229,7 @@ def main() -> int:
     e.add_argument("--out", type=Path, default=None, help="keep the run files here (e.g. " + str(OUT) + ")")
     e.add_argument("--runs", default="crase,bm25", help="comma-separated: " + ",".join(RUNS))
     e.add_argument("--workers", type=int, default=1)
+    e.add_argument("--base", default="no-dense", help="the run the others are paired with (default: %(default)s)")
     e.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     if args.cmd == "eval":

@@ -54,6 +54,9 @@ ROUND6: dict[str, Any] = {"theta_lexical": 0.0, "tau_lexical": 0.0}
 #: they ran.
 ROUND5: dict[str, Any] = {**ROUND6, "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
 
+#: the default before issue 30 embedded the question: every dense weight 0. The runs of issue 30 name it.
+DENSE_OFF: dict[str, Any] = {"dense_seed_weight": 0.0, "dense_restart_weight": 0.0, "dense_fusion_weight": 0.0}
+
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
     "crase": Run("crase", {}, "the default configuration (issue 22: round 6's default with the word-overlap "
@@ -196,12 +199,15 @@ RUNS: dict[str, Run] = {
                                      "list only (seeds and the walk's restart keep the search's own)")
        for w in (0.3, 0.4, 0.5, 0.6)},
     # issue 30 item 2: the question embedded (crase_core.retrieval.dense), each use on its own, on the default
-    **{f"dense-{use}-{w:g}": Run("crase", {f"dense_{knob}_weight": w},
+    # before it (DENSE_OFF: the question not embedded)
+    "no-dense": Run("crase", dict(DENSE_OFF), "the default without the question's embedding (every dense weight 0): "
+                    "the default before issue 30"),
+    **{f"dense-{use}-{w:g}": Run("crase", {**DENSE_OFF, f"dense_{knob}_weight": w},
                                  f"the default with the question's embedding fused into {what} (w_q {w:g})")
        for use, knob, what, weights in (
-           ("fusion", "fusion", "the final fusion's list (text candidates, fusion, floor)", (0.2, 0.4, 0.6)),
-           ("restart", "restart", "the walk's restart list", (0.2, 0.4, 0.6)),
-           ("seeds", "seed", "the question's own seeds", (0.3, 0.6)))
+           ("fusion", "fusion", "the final fusion's list (text candidates, fusion, floor)", (0.2, 0.4, 0.5, 0.6)),
+           ("restart", "restart", "the walk's restart list", (0.4,)),
+           ("seeds", "seed", "the question's own seeds", (0.3,)))
        for w in weights},
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
     # issue 14, round 6: round 6's default's stages ablated (only that part changes)
@@ -277,8 +283,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "issue 22: pruning of the word-overlap scorer's edges": (
         "round6-default", "crase", "prune-theta-0.07", "prune-theta-0.04-tau-0.4", "prune-theta-0.15"),
     "issue 30: the question embedded (each use, its weight)": (
-        "crase", "dense-fusion-0.2", "dense-fusion-0.4", "dense-fusion-0.6", "dense-restart-0.2", "dense-restart-0.4",
-        "dense-restart-0.6", "dense-seeds-0.3", "dense-seeds-0.6"),
+        "no-dense", "dense-fusion-0.2", "dense-fusion-0.4", "dense-fusion-0.5", "dense-fusion-0.6", "dense-restart-0.4",
+        "dense-seeds-0.3"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round6-default", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",

@@ -53,8 +53,8 @@ ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_l
                                    "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
                                    "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
                                    "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all",
-                                   **{k: 0.0 for k in ("dense_seed_weight", "dense_restart_weight",
-                                                       "dense_fusion_weight")}}
+                                   "dense_seed_weight": 0.0, "dense_restart_weight": 0.0,
+                                   "dense_fusion_weight": 0.0}
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
 MAX_TRACE_BYTES = 512 << 20
 
@@ -212,7 +212,20 @@ def migrate(data: dict) -> dict:
     while version < TRACE_VERSION:
         data = MIGRATIONS[version](data)
         version += 1
-    return data
+    return _fill_dense_knobs(data)
+
+
+#: the knobs of the question's embedding (issue 30): a trace written before them ran without it
+DENSE_KNOBS = ("dense_seed_weight", "dense_restart_weight", "dense_fusion_weight")
+
+
+def _fill_dense_knobs(data: dict) -> dict:
+    """``data`` with the dense knobs its settings do not record set to 0 (what such a run did: the question was
+    not embedded), so the settings shown, re-ranked and exported are the run's. ``data`` itself is not changed."""
+    settings = data.get("settings")
+    if not isinstance(settings, dict) or all(k in settings for k in DENSE_KNOBS):
+        return data
+    return {**data, "settings": {**{k: 0.0 for k in DENSE_KNOBS}, **settings}}
 
 
 def _v1_to_v2(data: dict) -> dict:

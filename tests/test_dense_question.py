@@ -236,3 +236,21 @@ def test_a_repeated_question_in_a_fresh_process_never_loads_the_model(tmp_path, 
     assert "onnxruntime loaded: True" in err1 and "onnxruntime loaded: False" in err2
     assert first["dense_question"] and second["dense_question"]
     assert [r["paper_id"] for r in first["results"]] == [r["paper_id"] for r in second["results"]]
+
+
+def test_a_trace_written_before_the_dense_knobs_reads_as_a_run_without_them(tiny_source):
+    """A saved run whose settings do not record the question's embedding ran without it: reading it back gives
+    0 for every dense weight, whatever today's defaults are."""
+    import json
+
+    from crase_core import trace as trace_mod
+
+    t = _run(tiny_source, ON, lambda: FakeEncoder([1.0, 0, 0, 0]))
+    data = json.loads(trace_mod.dumps(t))
+    assert data["settings"]["dense_fusion_weight"] == 0.5
+    for k in trace_mod.DENSE_KNOBS:
+        del data["settings"][k]
+    old = trace_mod.from_dict(data)
+    assert (old.settings.dense_seed_weight, old.settings.dense_restart_weight, old.settings.dense_fusion_weight) == \
+        (0.0, 0.0, 0.0)
+    assert trace_mod.from_dict(json.loads(trace_mod.dumps(t))).settings.dense_fusion_weight == 0.5

@@ -146,7 +146,7 @@ class PipelineSettings:
         "embedding, as dense_seed_weight does for the seeds. 0 turns it off.",
         label="w_q — question embedding in the restart", minimum=0.0, maximum=1.0, step=0.05)
     dense_fusion_weight: float = knob(
-        0.0, "w_q in the fusion: the list the text candidates, the final fusion and the text floor read is fused with "
+        0.4, "w_q in the fusion: the list the text candidates, the final fusion and the text floor read is fused with "
         "the papers nearest the question's embedding, as dense_seed_weight does for the seeds. 0 turns it off.",
         label="w_q — question embedding in the fusion", minimum=0.0, maximum=1.0, step=0.05)
     hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
