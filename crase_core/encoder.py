@@ -69,10 +69,9 @@ def tokenizer_file() -> Path:
 
 def model_files() -> ModelFiles:
     """The files this process would load: ``$CRASE_MINILM_ONNX`` if set, else the installed package's."""
-    override = environment.get(environment.MINILM_ONNX)
-    if override:
-        sha = (environment.get(environment.MINILM_ONNX_SHA256) or MODEL_SHA256).lower()
-        return ModelFiles(Path(override), tokenizer_file(), model_sha256=sha)
+    override, sha = environment.minilm_onnx_override()
+    if override is not None:
+        return ModelFiles(override, tokenizer_file(), model_sha256=sha or MODEL_SHA256)
     from importlib import metadata
 
     try:

@@ -33,6 +33,7 @@ from crase_core.records import (
     QueryCoverage,
     RankedPaper,
     RankingResult,
+    RecallEstimate,
     SearchHit,
     Seed,
     SubQueryResult,
@@ -41,7 +42,9 @@ from crase_core.records import (
 )
 from crase_core.settings.pipeline import PipelineSettings
 
-#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`.
+#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`. A field added
+#: with a default that means "not recorded" (``recall_estimate``: None) needs no new version: an older trace
+#: without it reads as a run without it, and nothing is filled in for it.
 TRACE_VERSION = 2
 
 #: what a version-1 trace that does not record a knob ran with (the default of that time, "round 3"): five
@@ -97,6 +100,8 @@ class RunTrace:
     applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
     #: what semantic feedback read (model, where from), or why it was off and how to turn it on
     semantic_note: str = ""
+    #: the run's estimate of its own recall@k (None in a trace written before estimates: nothing is guessed for it)
+    recall_estimate: RecallEstimate | None = None
     #: whether the question was embedded and fused with the search (crase_core.retrieval.dense)
     dense_question: bool = False
     #: what the question's embedding read (model), or why the run ranked by words

@@ -260,6 +260,10 @@ def apply_verdicts(trace: RunTrace, verdicts: Sequence[EdgeVerdict], now: _dt.da
     child.timings = {"rerank": round(time.perf_counter() - started, 6)}
     child.created_at = (now or _dt.datetime.now(_dt.UTC)).isoformat(timespec="seconds")
     child.run_id = stable_hash([trace.run_id, [(a.citing, a.cited, a.keep) for a in applied]])[:16]
+    if trace.recall_estimate is not None:  # the parent's estimate was of the parent's list
+        from crase_core.recall.estimate import reestimate
+
+        child.recall_estimate = reestimate(child, trace.recall_estimate)
     return child
 
 

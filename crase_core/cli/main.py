@@ -69,6 +69,7 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     titles, authors and reasons have their TeX rendered as plain Unicode first (:func:`crase_core.views.tex.to_plain`).
     """
     from crase_core.llm.cost_report import budget_summary, cost_summary
+    from crase_core.recall.estimate import summary_lines
     from crase_core.views.score_words import why_line
     from crase_core.views.tex import to_plain
 
@@ -98,8 +99,11 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters
+    lines.append("")
+    for i, line in enumerate(summary_lines(trace.recall_estimate)):  # the run's estimate of its own recall
+        lines.append(textwrap.fill(printable(line), width=width, initial_indent="Recall: " if i == 0 else " " * 8,
+                                   subsequent_indent=" " * 8, break_on_hyphens=False, break_long_words=False))
     lines += [
-        "",
         f"Stages: {c['subqueries']} sub-queries → {c['seeds']} seeds ({c['seeds_kept']} kept) → "
         f"|V| {c['nodes']} / |E| {c['edges']} → kept {c['nodes_kept']} nodes / {c['edges_kept']} edges → "
         f"{c['results']} results",
@@ -286,7 +290,7 @@ COMMANDS: dict[str, str] = {
               "recomputed)",
     "export": "write a saved run as one self-contained HTML file (graph, list, evidence)",
     "eval": "measure retrieval quality on a benchmark (Recall@K, MAP@K)",
-    "bench": "make benchmark files for crase eval",
+    "bench": "make benchmark files for crase eval; calibrate the recall estimate",
     "corpus": "build, grow or check a local corpus's on-disk store",
 }
 

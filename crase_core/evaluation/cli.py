@@ -89,6 +89,17 @@ def _job_from_args(args: argparse.Namespace) -> EvalJob:
     )
 
 
+def _recall_sections(job: EvalJob, out: Path) -> list[tuple[str, str]]:
+    """The report's recall-estimate sections for a run of the default (:mod:`.recall_calibration`)."""
+    if job.method != "crase" or job.corrupt_seeds:
+        return []
+    from crase_core.evaluation.benchmark import load_benchmark
+    from crase_core.evaluation.recall_calibration import eval_sections
+
+    kinds = {q.qid: str(q.extra["kind"]) for q in load_benchmark(job.bench, job.limit) if q.extra.get("kind")}
+    return eval_sections(out, Path(job.bench).name, run_rows(out), kinds)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     check_workers(args.workers)
     if args.limit is not None and args.limit < 1:
@@ -107,7 +118,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         summary = run_eval(job, fresh=args.fresh)
         label = job.method + (f" ({job.corrupt_seeds} seeds)" if job.corrupt_seeds else "")
         runs = [RunSummary(label, summary, str(out))]
-        path = write_report(out, runs, title=f"crase eval: {label}")
+        path = write_report(out, runs, title=f"crase eval: {label}", sections=_recall_sections(job, out))
     for r in runs:
         s = r.summary
         errors = f", {s['errors']} errored" if s.get("errors") else ""

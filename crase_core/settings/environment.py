@@ -79,3 +79,11 @@ def prompts_folder(shipped: Path) -> Path:
     """Prompt files: ``$CRASE_PROMPTS_DIR``, else the shipped ones."""
     env = get(PROMPTS_DIR)
     return Path(env) if env else shipped
+
+
+def minilm_onnx_override() -> tuple[Path | None, str | None]:
+    """Another all-MiniLM-L6-v2 ONNX file for the on-device model (``$CRASE_MINILM_ONNX``) and the SHA-256 the
+    user vouches for (``$CRASE_MINILM_ONNX_SHA256``, lower-cased); (None, None) when unset."""
+    path = get(MINILM_ONNX)
+    sha = get(MINILM_ONNX_SHA256)
+    return (Path(path) if path else None), (sha.lower() if sha else None)
