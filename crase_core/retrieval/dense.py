@@ -75,10 +75,8 @@ def default_identity() -> str:
     from crase_core.encoder import MODEL_ID
     from crase_core.settings import environment
 
-    override = environment.get(environment.MINILM_ONNX)
-    if not override:
-        return MODEL_ID
-    return f"{MODEL_ID}|{override}|{environment.get(environment.MINILM_ONNX_SHA256) or ''}"
+    override, sha = environment.minilm_onnx_override()
+    return MODEL_ID if override is None else f"{MODEL_ID}|{override}|{sha or ''}"
 
 
 def model_name(model: str) -> str:
