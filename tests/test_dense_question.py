@@ -45,9 +45,9 @@ def test_the_questions_nearest_papers_join_and_the_search_keeps_its_scale():
     assert [(r.paper.id, round(r.score, 6)) for r in out] == [("B", 9.6), ("C", 3.857143)]
     # a hidden paper never joins: B hidden → the nearest visible are C and A
     assert [r.paper.id for r in dense_fuse(HITS, _dense([True, False, True, True]), 0.9, ROW, PAPERS)] == ["B", "C"]
-    # off: the search's own list; no search hit: the dense list alone (scale 1), the last of C at 0 left out
+    # off: the search's own list; a search that found nothing stays empty (nearest papers alone are no answer)
     assert dense_fuse(HITS, _dense([True] * 4), 0.0, ROW, PAPERS) == HITS
-    assert [(r.paper.id, r.score) for r in dense_fuse([], _dense([True] * 4), 0.5, ROW, PAPERS)] == [("B", 0.5)]
+    assert dense_fuse([], _dense([True] * 4), 0.5, ROW, PAPERS) == []
 
 
 def test_model_names_compare_without_path_or_quantisation():

@@ -8,8 +8,10 @@ first, scores s > 0) by the same affine blend semantic feedback uses:
     s'(d) = s₁ · ((1 − w)·s(d)/s₁ + w·mm(c)(d))
 
 over C = ``results`` ∪ the ``len(results)`` visible papers nearest the question, best ``len(results)`` kept;
-mm is min-max over C, a paper of C outside ``results`` has s = 0, s₁ the list's best score (1 when the search
-found nothing: the dense list alone answers). The search's score parts are scaled by (1 − w) and the dense
+mm is min-max over C, a paper of C outside ``results`` has s = 0, s₁ the list's best score. A search that found
+nothing stays empty: the question's nearest papers alone are not taken as an answer (a question none of whose
+words the corpus has — a typo, another language — says so instead of listing whatever is nearest). The search's
+score parts are scaled by (1 − w) and the dense
 term is one more part, :data:`~crase_core.retrieval.text_parts.QUESTION_EMBEDDING`, so "why this rank" names
 the dense share. The blend is the ``interp-w`` hybrid measured in docs/dense.md, with the search's own scale.
 
@@ -221,16 +223,14 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 def dense_fuse(results: Sequence[ScoredPaper], dense: DenseQuestion, weight: float, row_of: Mapping[str, int],
                papers: Sequence[Paper], limit: int | None = None) -> list[ScoredPaper]:
     """``results`` (best first) fused with the question's nearest papers (module docstring), at most ``limit``
-    (default ``len(results)``, or the dense list's length when ``results`` is empty), best first (ties by id).
-    ``row_of`` maps an id to its corpus row, ``papers`` the corpus's papers by row; a result without a row
-    gets the lowest cosine of C. ``results`` itself when ``weight`` is 0. Pure."""
-    if weight <= 0:
-        return list(results)
-    limit = limit if limit is not None else (len(results) or int(dense.nearest.size))
-    if limit <= 0:
-        return list(results)
+    (default ``len(results)``), best first (ties by id). ``row_of`` maps an id to its corpus row, ``papers`` the
+    corpus's papers by row; a result without a row gets the lowest cosine of C. ``results`` itself when
+    ``weight`` is 0 or ``results`` has no positive score. Pure."""
     top = max((r.score for r in results), default=0.0)
-    scale = top if top > 0 else 1.0
+    limit = limit if limit is not None else len(results)
+    if weight <= 0 or top <= 0 or limit <= 0:
+        return list(results)
+    scale = top
     by_id: dict[str, Paper] = {r.paper.id: r.paper for r in results}
     for i in dense.nearest[:limit].tolist():
         by_id.setdefault(papers[i].id, papers[i])
