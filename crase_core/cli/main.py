@@ -231,13 +231,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from crase_core import trace as trace_io
-    from crase_core.atomic import check_writable
+    from crase_core.atomic import check_writable, same_file
     from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, parse_edge, rank_changes
 
-    check_writable(args.json)
-    if args.json.exists() and args.trace.exists() and os.path.samefile(args.json, args.trace):
+    if same_file(args.json, args.trace):
         raise InputError(f"--json {args.json} is the run being re-ranked; write the new run to another file "
                          "(the parent run is kept as it is)")
+    check_writable(args.json)
     trace = trace_io.load(args.trace)
     edges = [(e.citing, e.cited) for e in trace.edges]
     verdicts = [EdgeVerdict(*parse_edge(text, edges), keep=False, note="crase rerank --prune") for text in args.prune]
@@ -271,11 +271,17 @@ def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     from crase_core import atomic
     from crase_core import trace as trace_io
-    from crase_core.atomic import check_writable
+    from crase_core.atomic import check_writable, same_file
+    from crase_core.views.export import check_html_trace, check_html_trace_file
     from crase_core.views.html_export import to_html
 
+    if same_file(args.out, args.trace):
+        raise InputError(f"--out {args.out} is the run being exported; write the page to another file "
+                         "(the run is kept as it is)")
     check_writable(args.out)
+    check_html_trace_file(args.trace)  # a huge trace is refused before it is read
     trace = trace_io.load(args.trace)
+    check_html_trace(trace)
     path = atomic.write_text(args.out, to_html(trace))
     print(f"Wrote {path} (open it in a browser; it needs no server and no network)")
     return 0

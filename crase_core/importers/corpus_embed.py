@@ -24,6 +24,8 @@ by folder, when the corpus folder cannot be written), where a query finds it
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -186,6 +188,9 @@ class EmbedReport:
 def target_file(folder: Path) -> tuple[Path, str]:
     """Where the corpus in ``folder`` gets its embeddings: beside its files, else (read-only) in the cache."""
     path = folder_embeddings_file(folder)
+    if path.is_dir() and not path.is_symlink():  # queries look there first: a file in the cache would never be read
+        raise InputError(f"{path} is a directory, where the corpus's embeddings file belongs: remove it, then run "
+                         "`crase corpus embed` again")
     try:
         atomic.check_writable(path)
         return path, ""
@@ -344,10 +349,37 @@ def embed_corpus(folder: Path, embedder: Embedder, *, fresh: bool = False,
     cannot work at all, InputError when nothing can be written."""
     t0 = time.perf_counter()
     corpus = corpus_folder.open_or_build(folder, progress=progress)
-    n = len(corpus)
     target, note = target_file(folder)
     if note:
         progress(note)
+    with one_job(folder, target, progress):
+        return _embed_locked(corpus, folder, target, note, embedder, fresh, progress, t0)
+
+
+@contextlib.contextmanager
+def one_job(folder: Path, target: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold a lock on the corpus folder itself (``flock`` on the directory: no file is made) for the block: one
+    job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so, and
+    then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise InputError(f"cannot open the corpus folder {folder}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another `crase corpus embed` of this corpus is writing {target}; waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _embed_locked(corpus: Corpus, folder: Path, target: Path, note: str, embedder: Embedder, fresh: bool,
+                  progress: Callable[[str], None], t0: float) -> EmbedReport:
+    """:func:`embed_corpus` once it holds the corpus's lock (:func:`one_job`)."""
+    n = len(corpus)
     base = None if fresh else reusable(corpus, folder, target, embedder, progress)
     if base is not None and base[1].count == n and base[1].corpus_fingerprint == corpus.fingerprint:
         found = next((p for p in candidate_files(folder, corpus.name, corpus.fingerprint) if p.exists()), None)

@@ -183,6 +183,8 @@ def rewrite_hint(folder: Path | None, path: Path) -> str:
            f"{shlex.quote(m.model)}") if m is not None else "--base-url URL --model NAME (or --minilm)"
     if path.parent == embeddings_dir():
         return f"reinstall Crase to restore the shipped file, or write new ones with `crase corpus embed{where} {how}`"
+    if path.is_dir():  # nothing is written over a directory: it goes first
+        return f"remove that directory, then write them again with `crase corpus embed{where} {how}`"
     return f"write them again with `crase corpus embed{where} {how}`"
 
 
