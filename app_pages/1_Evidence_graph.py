@@ -69,7 +69,7 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
     st.session_state["g_focus"] = (sel["id"] if sel and sel.get("kind") == "node" and sel["id"] in all_labels
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
-c1, c2, c3, c4 = st.columns([1.7, 1.8, 1.3, 0.7], vertical_alignment="bottom")
+c1, c2, c3, c5, c4 = st.columns([1.7, 1.8, 1.3, 1.1, 0.7], vertical_alignment="bottom")
 layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
                               "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
@@ -89,8 +89,14 @@ else:
         top_k = c3.slider("k (top papers)", 1, n_results, min(DEFAULT_TOP_K, n_results), key="g_k",
                           help="How many top-ranked papers to show, with the papers on their evidence trails.")
 years_all = sorted({n.paper.year for n in trace.nodes if n.paper.year})
+n_pruned = sum(not e.kept for e in trace.edges)
+# a plain session key holds the choice (a widget's own state is dropped on pages that do not draw it)
+st.session_state["g_pruned"] = bool(st.session_state.get("show_pruned", False))
+show_pruned = c5.toggle(f"Show pruned ({n_pruned:,})", key="g_pruned",
+                        on_change=lambda: st.session_state.update(show_pruned=st.session_state["g_pruned"]),
+                        help=f"{n_pruned:,} of the run's {len(trace.edges):,} edges were pruned (Δ ≤ τ); shown, they "
+                        "are drawn dashed. The choice holds on every page and for every run of this session.")
 with c4.popover("Filters", icon=":material/tune:", width="stretch"):
-    show_pruned = st.toggle("Show pruned edges", value=False, key="g_pruned", help="Pruned edges (Δ ≤ τ) are drawn dashed.")
     max_score = max((n.score for n in trace.nodes), default=0.0)
     min_score = st.slider("Minimum score", 0.0, float(max_score) if max_score > 0 else 1.0, 0.0,
                           step=(max_score / 100) if max_score > 0 else 0.01, format="%.4f", key="g_minscore",

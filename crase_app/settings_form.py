@@ -21,7 +21,7 @@ from crase_core.settings.pipeline import ADVANCED, PRESETS, STAGE_TITLES, STAGES
 from crase_core.settings.runtime import RuntimeConfig
 from crase_core.settings.s2 import S2Settings
 
-SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",
+SOURCE_LABELS = {"local": "Local corpus (offline)", "s2": "Semantic Scholar Graph API",
                  "openalex": "OpenAlex API"}
 BACKEND_LABELS = {"offline": "Offline (word overlap, no model download)", "openai": "OpenAI-compatible endpoint"}
 COLUMNS = 4
@@ -131,18 +131,22 @@ def settings_form(operator: Settings, prefix: str = "set") -> PipelineSettings:
     return with_choices(operator, pipeline=pipeline_form(operator.pipeline, prefix)).pipeline
 
 
-def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
+def runtime_form(operator: Settings, prefix: str = "rt", corpus: Any = None) -> dict[str, Any]:
     """Source, backend, the allowed endpoint (by name) and the source's form knobs, as JSON-able choices.
 
     Pass the result to :func:`crase_core.settings.config.with_choices` (``**choices``) or, as JSON, to
-    ``crase_app.shared.get_engine``.
+    ``crase_app.shared.get_engine``. ``corpus``: the :class:`~crase_core.views.corpora.CorpusChoice` the local
+    source opens (named in its label; its folder goes into the choices).
     """
+    labels = dict(SOURCE_LABELS)
+    if corpus is not None:
+        labels["local"] = f"Local corpus: {corpus.name} (offline)"
     sources = spec(RuntimeConfig, "source").knob.options()
     backends = spec(RuntimeConfig, "backend").knob.options()
     rt = operator.runtime
     c1, c2, c3 = st.columns(3)
     source = c1.selectbox("Paper source", sources, index=sources.index(rt.source) if rt.source in sources else 0,
-                          format_func=lambda s: SOURCE_LABELS.get(s, s), key=f"{prefix}_source",
+                          format_func=lambda s: labels.get(s, s), key=f"{prefix}_source",
                           help="Where seeds, references and citers come from. Registered sources: "
                           + ", ".join(sources))
     backend = c2.selectbox("Model backend", backends,
@@ -151,6 +155,8 @@ def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
                            help="What plans sub-queries, extracts claims and scores entailment. Registered: "
                            + ", ".join(backends))
     choices: dict[str, Any] = {"source": source, "backend": backend}
+    if source == "local" and corpus is not None:
+        choices["corpus_dir"] = corpus.corpus_dir
     if backend == "openai":
         names = list(operator.endpoints)
         start = names.index(operator.endpoint) if operator.endpoint in names else 0

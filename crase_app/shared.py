@@ -227,7 +227,11 @@ def guarded(fn: Callable[[], T], what: str) -> T | None:
 # --- page scaffolding ------------------------------------------------------------------------------------------
 CSS = """
 <style>
-.block-container {padding-top: 2.2rem; padding-bottom: 3rem; max-width: 1500px;}
+.block-container, [data-testid="stMainBlockContainer"] {padding-top: 1.4rem; padding-bottom: 3rem; max-width: 1500px;}
+h1 {padding-top: 0.6rem; padding-bottom: 0.4rem;}
+.st-key-results_bar h3 {padding: 0.2rem 0;}
+.st-key-results_head [data-testid="stAlert"] > div, .st-key-results_coverage [data-testid="stAlert"] > div,
+.st-key-results_warnings [data-testid="stAlert"] > div {padding: .35rem .75rem; font-size: .88rem;}
 h1 {font-weight: 700; letter-spacing: -0.01em;}
 [data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
 [data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}
