@@ -69,7 +69,7 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
     st.session_state["g_focus"] = (sel["id"] if sel and sel.get("kind") == "node" and sel["id"] in all_labels
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
-c1, c2, c3, c5, c4 = st.columns([1.7, 1.8, 1.3, 1.1, 0.7], vertical_alignment="bottom")
+c1, c2, c3, c5, c4 = st.columns([1.6, 1.6, 1.2, 1.4, 0.9], vertical_alignment="bottom")
 layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
                               "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
