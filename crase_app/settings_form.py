@@ -17,7 +17,14 @@ import streamlit as st
 
 from crase_core.settings.config import Settings, form_specs, load_settings, with_choices
 from crase_core.settings.knobs import Spec, spec
-from crase_core.settings.pipeline import ADVANCED, PRESETS, STAGE_TITLES, STAGES, PipelineSettings
+from crase_core.settings.pipeline import (
+    ADVANCED,
+    PRESET_PURPOSE,
+    PRESETS,
+    STAGE_TITLES,
+    STAGES,
+    PipelineSettings,
+)
 from crase_core.settings.runtime import RuntimeConfig
 from crase_core.settings.s2 import S2Settings
 
@@ -95,7 +102,12 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     if preset_key not in st.session_state:
         st.session_state[preset_key] = base.preset
     preset = st.selectbox(preset_spec.label, list(PRESETS), key=preset_key, help=preset_spec.knob.help,
-                          on_change=_apply_preset, args=(prefix,))
+                          on_change=_apply_preset, args=(prefix,),
+                          format_func=lambda p: "paper (the paper's setting, for a model endpoint)" if p == "paper"
+                          else p)
+    if preset == "paper":
+        purpose = PRESET_PURPOSE["paper"]
+        st.warning(purpose[:1].upper() + purpose[1:] + " (Benchmark page).", icon=":material/warning:")
     # the values the widgets hold now (a rerun after a change carries them in session state)
     current = {s.name: _from_widget(s, st.session_state.get(_pipeline_key(prefix, s.name),
                                                            _to_widget(s, getattr(base, s.name))))
