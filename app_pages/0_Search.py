@@ -190,6 +190,7 @@ def result_card(trace, r, paper, help_text: str) -> None:
             if st.button("Inspect", key=f"inspect_{r.paper_id}", type="tertiary", icon=":material/hub:",
                          help="Open this paper in the Evidence graph: its edges, claims and evidence trail."):
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
+                st.session_state["scroll_to_inspector"] = True  # the graph page opens at its inspector
                 st.switch_page(GRAPH_PAGE)
         why = why_caption(trace, r)
         st.caption(f"{tex_markdown(authors_line(list(paper.authors)))}" + (f" · {link}" if link else "")

@@ -69,7 +69,7 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
     st.session_state["g_focus"] = (sel["id"] if sel and sel.get("kind") == "node" and sel["id"] in all_labels
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
-c1, c2, c3, c5, c4 = st.columns([1.6, 1.6, 1.2, 1.4, 0.9], vertical_alignment="bottom")
+c1, c2, c3, c5, c4 = st.columns([1.9, 1.5, 1.1, 1.4, 0.8], vertical_alignment="bottom")
 layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
                               "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
@@ -177,5 +177,13 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
     elif not picked:
         st.session_state["_table_pick"] = None
 
-with st.container(border=True):
+with st.container(border=True, key="inspector"):
     inspector(trace, key="graph")
+if st.session_state.pop("scroll_to_inspector", False):
+    # "Inspect" on a result card: the inspector sits below a 630-pixel graph, so bring it into view (a constant
+    # script, same origin as the page; it reads nothing and sends nothing)
+    import streamlit.components.v1 as components
+
+    components.html("<script>setTimeout(function () { var el = window.parent.document.querySelector("
+                    "'.st-key-inspector'); if (el) { el.scrollIntoView({block: 'start'}); } }, 600);</script>",
+                    height=0)

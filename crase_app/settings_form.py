@@ -32,6 +32,9 @@ SOURCE_LABELS = {"local": "Local corpus (offline)", "s2": "Semantic Scholar Grap
                  "openalex": "OpenAlex API"}
 BACKEND_LABELS = {"offline": "Offline (word overlap, no model download)", "openai": "OpenAI-compatible endpoint"}
 COLUMNS = 4
+#: the tabs' short names (all six fit one row at 1440 px; the stage titles caption the rarely changed knobs)
+TAB_TITLES = {"search": "Search · seeds", "expansion": "Neighbourhood", "evidence": "Evidence · pruning",
+              "ranking": "Ranking · fusion", "budget": "Model budget"}
 
 
 def operator_settings() -> Settings:
@@ -118,9 +121,9 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     by_name = {s.name: s for s in knobs}
     # one tab per stage with its usual knobs; the rarely changed ones of every stage fold into the last tab
     # (tabs draw all their widgets, so a value set in a hidden tab is kept)
-    groups = [(STAGE_TITLES[stage], [("", [by_name[n] for n in names if n in by_name and n not in ADVANCED])])
-              for stage, names in STAGES.items()]
-    groups.append(("Rarely changed", [(STAGE_TITLES[stage], [by_name[n] for n in names if n in by_name and n in ADVANCED])
+    groups = [(TAB_TITLES.get(stage, STAGE_TITLES[stage]),
+               [("", [by_name[n] for n in names if n in by_name and n not in ADVANCED])]) for stage, names in STAGES.items()]
+    groups.append(("Advanced", [(STAGE_TITLES[stage], [by_name[n] for n in names if n in by_name and n in ADVANCED])
                                       for stage, names in STAGES.items()]))
     for tab, (_, blocks) in zip(st.tabs([title for title, _ in groups]), groups, strict=True):
         with tab:

@@ -230,6 +230,7 @@ CSS = """
 .block-container, [data-testid="stMainBlockContainer"] {padding-top: 1.4rem; padding-bottom: 3rem; max-width: 1500px;}
 h1 {padding-top: 0.6rem; padding-bottom: 0.4rem;}
 .st-key-results_bar h3 {padding: 0.2rem 0;}
+.st-key-inspector {scroll-margin-top: 4rem;}
 .st-key-results_head [data-testid="stAlert"] > div, .st-key-results_coverage [data-testid="stAlert"] > div,
 .st-key-results_warnings [data-testid="stAlert"] > div {padding: .35rem .75rem; font-size: .88rem;}
 h1 {font-weight: 700; letter-spacing: -0.01em;}
@@ -509,10 +510,12 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         text=value, color=colour, tooltip=tooltip)
     strong = base.transform_filter(alt.datum["counts"]).mark_text(fontSize=13, fontWeight="bold").encode(
         text=value, color=colour, tooltip=tooltip)
-    # room on the right: Vega fits the chart to its width from an estimate of the slanted column labels that
-    # falls a few pixels short of the last one
-    return (rect + outline + text + strong).properties(height=alt.Step(44), padding={"left": 5, "top": 5, "right": 24,
-                                                                                    "bottom": 5})
+    # room on the right for the last column's label, which slants up and to the right past the map's edge: its
+    # length at 12 px (about 6.6 px a character, at most the label limit) along the slant, less half a column
+    last = x_order[-1] if x_order else ""
+    right = int(max(24.0, min(260.0, 6.6 * len(last)) * math.cos(math.radians(22)) - 30.0))
+    return (rect + outline + text + strong).properties(height=alt.Step(44), padding={"left": 5, "top": 5,
+                                                                                    "right": right, "bottom": 5})
 
 
 def scorer_badge(e: EdgeRecord) -> None:

@@ -105,3 +105,19 @@ def test_terms_in_words_and_formulas_one_click_away(hostile_trace):
             if p.term:
                 assert md_escape(p.part.split(" · ")[0]) in formulas
         assert all("of the score)" in line for line in words.splitlines())
+
+
+def test_a_long_title_never_pushes_out_the_year_and_id(hostile_trace):
+    """`crase query`'s list: a title too long for the line is cut, the year and id after it always show."""
+    import dataclasses
+
+    from crase_core.cli.main import format_trace
+
+    r = hostile_trace.results[0]
+    long_title = "A very long title about holographic entanglement entropy " * 4
+    nodes = [dataclasses.replace(n, paper=dataclasses.replace(n.paper, title=long_title)) if n.paper.id == r.paper_id
+             else n for n in hostile_trace.nodes]
+    text = format_trace(dataclasses.replace(hostile_trace, nodes=nodes), k=1, width=100)
+    head = next(line for line in text.splitlines() if line.startswith(f"{r.rank:>3}. ["))
+    year = hostile_trace.node(r.paper_id).paper.year
+    assert head.endswith(f" ({year or 'n.d.'}) — {r.paper_id}") and len(head) <= 100 and "…" in head

@@ -174,6 +174,10 @@ def test_audit_page_after_a_verdict_keeps_its_heat_map_and_claim_tables(app_run,
         theta = trace.threshold(edge)[1]
         assert shown["grid"] == [[(shown_cell(x), x >= theta) for x in r] for r in edge.matrix], shown["grid"]
         _legend_labels_fit(shown, trace, edge)
+        # every claim label of both axes inside the chart (the last column's slanted label is not clipped)
+        width, height = shown["svg"][2], shown["svg"][3]
+        assert shown["axis_label_boxes"] and all(b[0] >= -1 and b[2] <= width + 1 and b[1] >= -1 and b[3] <= height + 1
+                                                 for b in shown["axis_label_boxes"]), (shown["axis_label_boxes"], width)
         tables = _claim_tables(page)
         page.locator("[data-testid='stColumn']", has_text="Claims of v").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
