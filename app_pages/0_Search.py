@@ -385,7 +385,7 @@ def search_page() -> None:
     choice = corpora.chosen()
     demos = corpora.demo_queries(choice)
     if demos:
-        st.markdown(f"**Try a demo query** ({md_escape(choice.name)})")
+        st.markdown(f"**Try a demo query** on {md_escape(choice.name)}")
         # one row of buttons as wide as their labels (never cut), wrapping to a second row on a narrow screen
         with st.container(horizontal=True, gap="xsmall", wrap=True):
             for d in demos:
@@ -398,10 +398,10 @@ def search_page() -> None:
         query = st.text_area("Your literature-search question", key="query_text", height=90,
                              placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?"
                              if choice.embedded else f"A literature-search question about {choice.name}'s papers")
-        b1, b2, _ = st.columns([1, 1, 4])
-        go = b1.form_submit_button("Search", type="primary", width="stretch", icon=":material/search:")
-        estimate = b2.form_submit_button(
-            "Estimate budget", width="stretch", icon=":material/calculate:",
+        buttons = st.container(horizontal=True, gap="small")  # each as wide as its label (never cut)
+        go = buttons.form_submit_button("Search", type="primary", icon=":material/search:")
+        estimate = buttons.form_submit_button(
+            "Estimate budget", icon=":material/calculate:",
             help="Plan, search seeds and expand the graph, then count the work the run needs "
             "(1 + |V| + |E|, less cached) without extracting claims or scoring edges.")
     operator = guarded(operator_settings, "The server's settings are invalid")

@@ -101,7 +101,7 @@ def test_import_a_corpus_from_the_app(context, embedded_app, tmp_path, cache_dir
     page.locator(".st-key-import_files").get_by_text("openalex-works.jsonl").wait_for(timeout=60_000)  # uploaded
     page.get_by_role("button", name="Import", exact=True).click()
     try:
-        page.get_by_text(f"Try a demo query ({NAME})").wait_for(timeout=300_000)
+        page.get_by_text(f"Try a demo query on {NAME}").wait_for(timeout=300_000)
     finally:
         page.screenshot(path=str(SHOTS / "pass4_import_done.png"), full_page=True)
     assert _corpus_shown(page) == NAME
@@ -136,7 +136,7 @@ def test_started_on_an_imported_corpus_no_page_says_hep_th(context, tmp_path_fac
     with streamlit_app(tmp, corpus=folder, cache_dir=cache_dir) as (url, _):
         page = context.new_page()
         _search_ready(page, url)
-        page.get_by_text(f"Try a demo query ({MINE})").wait_for(timeout=60_000)
+        page.get_by_text(f"Try a demo query on {MINE}").wait_for(timeout=60_000)
         page.locator("[class*='st-key-demo_']").first.click()
         _results(page)
         for title in PAGES:
