@@ -271,13 +271,27 @@ def run_summary(trace) -> None:
 
 
 def run_warnings(trace) -> None:
-    """The run's warnings and, when semantic feedback was off, why (above the cards: they qualify them)."""
+    """The run's warnings in one box, above the cards (they qualify them; one box, so the first card still
+    shows at 1440×900)."""
     notice = trace.coverage.notice if trace.coverage is not None and trace.coverage.weak else None
-    for w in trace.warnings:
-        if w != notice:
-            st.warning(md_escape(w))
-    if not trace.semantic_feedback and trace.semantic_note and trace.semantic_note not in trace.warnings:
-        note = trace.semantic_note
+    shown = [w for w in trace.warnings if w != notice]
+    if len(shown) == 1:
+        st.warning(md_escape(shown[0]))
+    elif shown:
+        st.warning("  \n".join(f"• {md_escape(w)}" for w in shown))
+
+
+def semantic_note(trace, choice) -> None:
+    """When semantic feedback was off: why, and how to turn it on (in the app, for an imported corpus, its
+    Embed button rather than the command)."""
+    if trace.semantic_feedback or not trace.semantic_note or trace.semantic_note in trace.warnings:
+        return
+    note = trace.semantic_note
+    head, sep, _ = note.partition("; turn it on with")
+    if choice is not None and not choice.embedded and sep:
+        st.caption(md_escape(head[:1].upper() + head[1:]) + "; turn it on with **Corpus: "
+                   f"{md_escape(choice.name)} — import or embed → Embed this corpus** on this page.")
+    else:
         st.caption(md_escape(note[:1].upper() + note[1:]))  # off, why, and how to turn it on
 
 
@@ -492,6 +506,7 @@ def search_page() -> None:
     with numbers:
         run_caption(trace)
         run_summary(trace)
+        semantic_note(trace, choice)
     with warnings:
         run_warnings(trace)
     with download_slot:

@@ -70,7 +70,7 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
 # one row of controls at their own widths, wrapping on a narrow window (nothing cut)
-controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", wrap=True, key="graph_controls")
+controls = st.container(horizontal=True, vertical_alignment="bottom", gap="small", wrap=True, key="graph_controls")
 c1 = c2 = c3 = c4 = c5 = controls
 layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "

@@ -231,8 +231,11 @@ CSS = """
 h1 {padding-top: 0.6rem; padding-bottom: 0.4rem;}
 .st-key-results_bar h3 {padding: 0.2rem 0;}
 .st-key-inspector {scroll-margin-top: 4rem;}
-.st-key-results_head [data-testid="stAlert"] > div, .st-key-results_coverage [data-testid="stAlert"] > div,
-.st-key-results_warnings [data-testid="stAlert"] > div {padding: .35rem .75rem; font-size: .88rem;}
+.st-key-results_head [data-testid="stAlertContainer"], .st-key-results_coverage [data-testid="stAlertContainer"],
+.st-key-results_warnings [data-testid="stAlertContainer"] {padding: .4rem .8rem;}
+.st-key-results_head [data-testid="stAlert"] p, .st-key-results_coverage [data-testid="stAlert"] p,
+.st-key-results_warnings [data-testid="stAlert"] p, .st-key-results_warnings [data-testid="stCaptionContainer"] p
+{font-size: .86rem; line-height: 1.35;}
 h1 {font-weight: 700; letter-spacing: -0.01em;}
 [data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
 [data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}

@@ -73,9 +73,10 @@ def test_search_runs_saves_and_escapes(app_env):
     assert not [i for i in at.info if "model calls" in i.value]
     assert any("Rank" in m.value and "papers" in m.value for m in at.markdown)
     # the fixture corpus has no embeddings: the Search page says semantic feedback is off and how to turn it on
+    # (in the app: the corpus's Embed button)
     assert not trace.semantic_feedback
     assert any(c.value.startswith("Semantic feedback off\\: no embeddings for the corpus hostile\\_corpus") and
-               "crase corpus embed" in c.value for c in at.caption), [c.value for c in at.caption if "emantic" in c.value]
+               "Embed this corpus" in c.value for c in at.caption), [c.value for c in at.caption if "emantic" in c.value]
 
 
 def test_empty_query_and_estimate_budget(app_env):
