@@ -14,6 +14,7 @@ import gzip
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -132,8 +133,8 @@ def _write_uploads(fmt: str, files: list, folder: Path) -> None:
         name = (f.name or "").lower()
         gz = ".gz" if _gz(data) else ""
         if fmt == "jsonl":
-            role = "citations.tsv" if "citation" in name or name.endswith((".tsv", ".tsv.gz")) else "papers.jsonl"
-            target = folder / f"{role}{gz}"
+            stem = "citations.tsv" if "citation" in name or name.endswith((".tsv", ".tsv.gz")) else "papers.jsonl"
+            target = folder / f"{stem}{gz}"
         elif fmt == "s2":
             role = next((r for r in ("papers", "abstracts", "citations") if name.startswith(r)), None)
             if role is None:
@@ -158,7 +159,8 @@ def import_section(on_done=None) -> None:
     root = corpora.corpora_folder(cache_dir)
     with st.form("corpus_import", border=False):
         c1, c2 = st.columns([1, 2])
-        fmt = c1.selectbox("Format", list(FORMAT_LABELS), format_func=FORMAT_LABELS.get, key="import_format")
+        fmt = c1.selectbox("Format", list(FORMAT_LABELS), format_func=lambda f: FORMAT_LABELS.get(f, f),
+                           key="import_format") or "jsonl"
         name = c2.text_input("Name of the new corpus", key="import_name", max_chars=60, placeholder="mylab")
         files = st.file_uploader("Files", accept_multiple_files=True, key="import_files",
                                  type=["jsonl", "json", "tsv", "gz", "txt"],
@@ -223,9 +225,13 @@ def embed_section(choice: CorpusChoice) -> None:
         return
     with st.status(f"Embedding {md_escape(choice.name)}…", expanded=True) as status:
         line = st.empty()
+
+        def progress(message: str) -> None:
+            line.caption(md_escape(message))
+
         try:
-            embedder = MiniLMEmbedder()
-            report = embed_corpus(choice.folder, embedder, progress=lambda m: line.caption(md_escape(m)))
+            embedder: Any = MiniLMEmbedder()  # the on-device model (the CLI types it the same way)
+            report = embed_corpus(choice.folder, embedder, progress=progress)
         except (CraseError, OSError) as e:
             status.update(label="The embedding stopped", state="error", expanded=True)
             st.error(app_message(e), icon=":material/error:")
