@@ -33,6 +33,7 @@ from crase_app.why import why_caption, why_details
 from crase_core.errors import CraseError
 from crase_core.llm.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
+from crase_core.recall.estimate import summary_lines
 from crase_core.retrieval.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.budget import describe_budget
@@ -304,6 +305,14 @@ def library_example(choice) -> str:
     return (", ".join(ids) + " (ids of this corpus) or DOIs …") if ids else "paper ids or DOIs …"
 
 
+def recall_caption(trace) -> None:
+    """One line above the cards: the run's estimate of its own recall (what it rests on in the tooltip)."""
+    lines = summary_lines(trace.recall_estimate)
+    if lines:
+        first = lines[0][:1].upper() + lines[0][1:]
+        st.caption(f"**Recall** · {md_escape(first)}", help=md_escape(" ".join(lines[1:])) or None)
+
+
 def library_input(choice) -> ParsedLibrary | None:
     """The papers the user already has (pasted ids, an uploaded BibTeX file), or None when none given."""
     with st.expander("Start from what you know — your papers (optional)", expanded=False):
@@ -508,6 +517,7 @@ def search_page() -> None:
         run_summary(trace)
         semantic_note(trace, choice)
     with warnings:
+        recall_caption(trace)  # visible where the list is, one line (what it rests on in its tooltip)
         run_warnings(trace)
     with download_slot:
         downloads(trace, key="search")

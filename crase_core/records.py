@@ -414,6 +414,27 @@ class LibraryItem:
 
 
 @dataclass
+class RecallEstimate:
+    """The run's estimate of its own recall@k: the share of the corpus's relevant papers its top k holds
+    (:mod:`crase_core.recall`), with an interval that covered the measured recall for ``level`` of the
+    calibration's queries. ``estimate`` is None where no calibration for the run's corpus was found (or it
+    does not fit the run); ``note`` then says why."""
+
+    k: int
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float = 0.8
+    group: str = ""  # the calibration group the run fell in: "title" or "question"
+    calibration: str = ""  # what it was calibrated on, in words (corpus, benchmarks, queries)
+    calibration_source: str = ""  # the corpus (a trace's ``source``) the calibration is for
+    features: dict[str, float] = field(default_factory=dict)  # what the run knew (crase_core.recall.features)
+    drivers: list[str] = field(default_factory=list)  # the features that moved the estimate most, in words
+    advice: list[str] = field(default_factory=list)  # what would raise it (where it is low)
+    note: str = ""  # why there is no estimate, or what to read it with
+
+
+@dataclass
 class UserLibrary:
     """The user's own papers given to a run (``crase query --library``, the app's library box)."""
 

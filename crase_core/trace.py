@@ -33,6 +33,7 @@ from crase_core.records import (
     QueryCoverage,
     RankedPaper,
     RankingResult,
+    RecallEstimate,
     SearchHit,
     Seed,
     SubQueryResult,
@@ -40,8 +41,11 @@ from crase_core.records import (
     UserLibrary,
 )
 from crase_core.settings.pipeline import PipelineSettings
+from crase_core.views.terminal import printable
 
-#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`.
+#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`. A field added
+#: with a default that means "not recorded" (``recall_estimate``: None) needs no new version: an older trace
+#: without it reads as a run without it, and nothing is filled in for it.
 TRACE_VERSION = 2
 
 #: what a version-1 trace that does not record a knob ran with (the default of that time, "round 3"): five
@@ -95,6 +99,8 @@ class RunTrace:
     applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
     #: what semantic feedback read (model, where from), or why it was off and how to turn it on
     semantic_note: str = ""
+    #: the run's estimate of its own recall@k (None in a trace written before estimates: nothing is guessed for it)
+    recall_estimate: RecallEstimate | None = None
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
@@ -190,11 +196,27 @@ def from_dict(data: object) -> RunTrace:
         raise TraceError(f"not a valid Crase trace: {where}: {first.get('msg')}") from None
     except RecursionError:
         raise TraceError("not a Crase trace (nested too deeply)") from None
-    node_ids = {n.paper.id for n in trace.nodes}
-    for i, r in enumerate(trace.results):
-        if r.paper_id not in node_ids:
-            raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
+    check_graph(trace)
     return trace
+
+
+def check_graph(trace: RunTrace) -> None:
+    """:class:`TraceError` unless the node ids are distinct, every edge joins two of the trace's nodes, no kept
+    edge has a negative weight and every result is a node: what every reader (``crase show``, ``rerank``,
+    ``export``, the app) relies on. :func:`from_dict` checks it, so a loaded trace has passed it."""
+    ids = [n.paper.id for n in trace.nodes]
+    known = set(ids)
+    if len(known) != len(ids):
+        raise TraceError("not a valid Crase trace: two nodes have the same paper id")
+    for i, e in enumerate(trace.edges):
+        if e.citing not in known or e.cited not in known:
+            raise TraceError(f"not a valid Crase trace: edges.{i} ({printable(e.citing)[:200]} → "
+                             f"{printable(e.cited)[:200]}) joins a paper that is not among the nodes")
+        if e.kept and not e.weight >= 0.0:
+            raise TraceError(f"not a valid Crase trace: edges.{i} has a negative weight")
+    for i, r in enumerate(trace.results):
+        if r.paper_id not in known:
+            raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
 
 
 def migrate(data: dict) -> dict:

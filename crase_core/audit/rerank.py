@@ -27,14 +27,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crase_core.cache import stable_hash
-from crase_core.errors import InputError, TraceError
+from crase_core.errors import InputError
 from crase_core.ranking.affinity import RULE_AUDITOR, surviving_nodes
 from crase_core.ranking.rankers import get_ranker, ranker_names
 from crase_core.records import AppliedVerdict, Counters, EdgeRecord, RankingResult
 from crase_core.retrieval.library import mark_in_library
 from crase_core.stages.pruning import decide_seed_fates, edge_tallies, node_prune_reason
 from crase_core.stages.ranking import is_ranking_note, place_nodes, rank_graph, ranked_results, score_parts
-from crase_core.trace import RunTrace
+from crase_core.trace import RunTrace, check_graph
 from crase_core.views.terminal import printable
 
 #: the longest CITING:CITED argument read (two paper ids and a colon)
@@ -52,21 +52,6 @@ class Reranked:
     ranks: dict[str, int]
     scores: dict[str, float]
     walk_ranks: dict[str, int]
-
-
-def check_graph(trace: RunTrace) -> None:
-    """:class:`TraceError` unless every edge joins two of the trace's nodes and the node ids are distinct (a
-    crafted trace could name others; the ranking would fail on them)."""
-    ids = [n.paper.id for n in trace.nodes]
-    known = set(ids)
-    if len(known) != len(ids):
-        raise TraceError("not a valid Crase trace: two nodes have the same paper id")
-    for i, e in enumerate(trace.edges):
-        if e.citing not in known or e.cited not in known:
-            raise TraceError(f"not a valid Crase trace: edges.{i} ({printable(e.citing)} → {printable(e.cited)}) "
-                             "joins a paper that is not among the nodes")
-        if e.kept and not e.weight >= 0.0:
-            raise TraceError(f"not a valid Crase trace: edges.{i} has a negative weight")
 
 
 def _walk_ranks(trace: RunTrace, scores: dict[str, float]) -> dict[str, int]:
@@ -260,6 +245,10 @@ def apply_verdicts(trace: RunTrace, verdicts: Sequence[EdgeVerdict], now: _dt.da
     child.timings = {"rerank": round(time.perf_counter() - started, 6)}
     child.created_at = (now or _dt.datetime.now(_dt.UTC)).isoformat(timespec="seconds")
     child.run_id = stable_hash([trace.run_id, [(a.citing, a.cited, a.keep) for a in applied]])[:16]
+    if trace.recall_estimate is not None:  # the parent's estimate was of the parent's list
+        from crase_core.recall.estimate import reestimate
+
+        child.recall_estimate = reestimate(child, trace.recall_estimate)
     return child
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from collections.abc import Iterable
 
 from crase_core import trace as trace_io
+from crase_core.errors import InputError
 from crase_core.ranking.affinity import score_name
 from crase_core.records import Paper, RankedPaper
 from crase_core.trace import RunTrace
@@ -203,3 +205,39 @@ def filename_stem(trace: RunTrace, words: int = 5) -> str:
     tokens: Iterable[str] = re.findall(r"[A-Za-z0-9]+", trace.query.lower())
     stem = "-".join(list(tokens)[:words]) or "run"
     return f"crase-{stem}-{trace.run_id[:8] or 'trace'}"
+
+
+# ---- the one-page HTML export's bound ---------------------------------------------------------------------------
+#: the largest run ``crase export --format html`` writes: its papers (|V|), edges (|E|) and trace file size. A 2-hop
+#: run on the embedded corpus (6,477 papers, 122,862 edges, 100 MB) is within it; beyond it the page takes
+#: minutes to build and is too large to explore (docs/benchmarks.md has the times).
+MAX_HTML_PAPERS = 10_000
+MAX_HTML_EDGES = 150_000
+MAX_HTML_TRACE_BYTES = 160 << 20
+_SMALLER = ("export a smaller run (--hops 1.5, or --neighbor-cap N), or read this one with `crase show RUN.json "
+            "--edges`")
+
+
+def _bound() -> str:
+    return (f"at most {MAX_HTML_PAPERS:,} papers and {MAX_HTML_EDGES:,} edges (a trace file of at most "
+            f"{MAX_HTML_TRACE_BYTES >> 20:,} MiB)")
+
+
+def check_html_trace_file(path: str | os.PathLike[str]) -> None:
+    """:class:`InputError` when the trace file at ``path`` is larger than the HTML export takes (checked before
+    the trace is read, so a huge file is refused at once); a file that cannot be stat'ed is left to the reader."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return
+    if size > MAX_HTML_TRACE_BYTES:
+        raise InputError(f"{path} is {size / 1e6:,.0f} MB; the HTML export takes runs of {_bound()}: {_SMALLER}")
+
+
+def check_html_trace(trace: RunTrace) -> None:
+    """:class:`InputError` when ``trace`` has more papers or edges than the HTML export takes (:data:`MAX_HTML_PAPERS`,
+    :data:`MAX_HTML_EDGES`)."""
+    papers, edges = len(trace.nodes), len(trace.edges)
+    if papers > MAX_HTML_PAPERS or edges > MAX_HTML_EDGES:
+        raise InputError(f"the run has {papers:,} papers and {edges:,} edges; the HTML export takes runs of "
+                         f"{_bound()}: {_SMALLER}")

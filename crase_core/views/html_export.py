@@ -28,6 +28,7 @@ from typing import Any
 from crase_core.llm.cost_report import budget_summary, cost_summary
 from crase_core.ranking.affinity import score_name
 from crase_core.ranking.trails import origin_text
+from crase_core.recall.estimate import summary_lines
 from crase_core.resources import graph_component_dir
 from crase_core.retrieval.library import paper_link
 from crase_core.trace import RunTrace
@@ -162,6 +163,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
+        "recall": summary_lines(trace.recall_estimate),  # the run's estimate of its own recall, in words
         "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": to_plain(r.reason),
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
         "nodes": nodes, "edges": edges, "claims": claims, "views": views,
@@ -254,6 +256,7 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;color:#1
 header{padding:12px 22px 6px;border-bottom:1px solid #e3e6ea}
 h1{font-size:1.2rem;margin:0 0 4px;line-height:1.3}
 .meta{color:#56616c;font-size:.84rem;margin:2px 0}
+.recall{border-left:3px solid #6b8cc7;padding:4px 10px;margin:8px 0;font-size:.92rem}
 .notice{background:#fff4e5;border:1px solid #f0b35a;border-radius:6px;padding:8px 12px;margin:8px 0;font-size:.92rem}
 .warn{background:#f5f7fa;border-left:3px solid #b8bfca;padding:4px 10px;margin:4px 0;font-size:.85rem;color:#3e4a56}
 main{display:grid;grid-template-columns:minmax(0,1.75fr) minmax(340px,1fr);gap:16px;padding:10px 22px}
@@ -355,6 +358,7 @@ _APP_JS = r"""
   document.getElementById("cost").textContent = "Work: " + D.budget + " \u00b7 done: " + D.cost + " \u00b7 pipeline time " + D.elapsed + " s";
   var notices = document.getElementById("notices");
   if (D.coverage) add(notices, el("div", D.coverage, "notice"));
+  if (D.recall && D.recall.length) add(notices, el("div", "Recall: " + D.recall.join(" "), "recall"));
   D.warnings.forEach(function (w) { add(notices, el("div", w, "warn")); });
 
   var edgeInfo = {};
