@@ -306,11 +306,13 @@ def library_example(choice) -> str:
 
 
 def recall_caption(trace) -> None:
-    """One line above the cards: the run's estimate of its own recall (what it rests on in the tooltip)."""
+    """One line in the results bar: the run's estimate of its own recall (what it rests on in the tooltip)."""
     lines = summary_lines(trace.recall_estimate)
     if lines:
-        first = lines[0][:1].upper() + lines[0][1:]
-        st.caption(f"**Recall** · {md_escape(first)}", help=md_escape(" ".join(lines[1:])) or None)
+        # one line: the estimate (or that there is none); what follows a dash, and the rest, in its tooltip
+        head, _, why = lines[0].partition(" — ")
+        more = " ".join(x for x in (why[:1].upper() + why[1:] if why else "", *lines[1:]) if x)
+        st.caption(f"**Recall** · {md_escape(head[:1].upper() + head[1:])}", help=md_escape(more) or None)
 
 
 def library_input(choice) -> ParsedLibrary | None:
@@ -500,6 +502,7 @@ def search_page() -> None:
         numbers = st.popover("This run in numbers", icon=":material/analytics:", type="tertiary")
         download_slot = st.popover("Download", icon=":material/download:", type="tertiary")
         share_slot = st.container(width="content")
+        recall_slot = st.container(width="stretch")
     head, coverage, warnings = (st.container(key=f"results_{k}") for k in ("head", "coverage", "warnings"))
     with coverage:
         coverage_notice(trace.coverage)
@@ -516,8 +519,9 @@ def search_page() -> None:
         run_caption(trace)
         run_summary(trace)
         semantic_note(trace, choice)
-    with warnings:
+    with recall_slot:
         recall_caption(trace)  # visible where the list is, one line (what it rests on in its tooltip)
+    with warnings:
         run_warnings(trace)
     with download_slot:
         downloads(trace, key="search")

@@ -116,6 +116,16 @@ def test_import_a_corpus_from_the_app(context, embedded_app, tmp_path, cache_dir
     assert demos and demos[0].query.startswith("The state of OA")  # the most cited work of the file
     for d in demos:
         assert page.get_by_role("button", name=d.label).count() == 1
+    # embed it from the app with the on-device model: semantic feedback on for its runs
+    page.get_by_text(f"Corpus: {NAME} — import or embed").click()
+    page.get_by_role("button", name="Embed this corpus").click()
+    page.get_by_text("Embedded 17 papers").or_(page.get_by_text("Embeddings up to date")).first \
+        .wait_for(timeout=300_000)
+    from crase_core.retrieval.semantic import find_embeddings
+
+    corpus = open_or_build(folder)
+    assert find_embeddings(folder, corpus.name, corpus.fingerprint, len(corpus)).embeddings is not None
+    page.screenshot(path=str(SHOTS / "pass4_imported_embedded.png"))
     page.close()
 
 
@@ -140,6 +150,7 @@ def test_started_on_an_imported_corpus_no_page_says_hep_th(context, tmp_path_fac
         page.locator("[class*='st-key-demo_']").first.click()
         _results(page)
         box = page.locator("[class*='st-key-card_']").first.bounding_box()  # above the fold here too, notes and all
+        page.screenshot(path=str(SHOTS / "pass4_imported_results.png"))
         assert box is not None and box["y"] + box["height"] <= H, box
         for title in PAGES:
             if title != "Search":
