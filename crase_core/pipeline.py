@@ -213,7 +213,7 @@ def interim_priority(build: GraphBuild, settings: PipelineSettings) -> Priority:
     def priority(open_edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix],
                  deciders: Mapping[Edge, str]) -> list[tuple[Edge, str]]:
         pruning = prune_graph(build.expansion, dict(matrices), seeds, settings, build.reference_year,
-                              scorers={e: (deciders[e], "") for e in build.expansion.graph.edges})
+                              scorers={e: (deciders[e], "") for e in build.expansion.graph.edges}, query_hits=hits)
         ranked = rank_papers(build.expansion, pruning, seeds, hits, settings, query=build.query)
         return edge_priority(open_edges, ranked.results, matrices, settings)
     return priority
@@ -266,7 +266,7 @@ def run_query(
     _record_spend(build.components, scored)
     with clock("pruning"):
         pruning = prune_graph(build.expansion, scored.matrices, build.seeding.seeds, settings, build.reference_year,
-                              progress, scorers=scored.scorers)
+                              progress, scorers=scored.scorers, query_hits=build.seeding.query_hits)
         refill = refill_after_pruning(build.expansion, pruning, build.seeding.query_hits, build.seeding.query_papers,
                                       settings)
         if refill:

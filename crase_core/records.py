@@ -184,10 +184,9 @@ class EdgeRecord:
     citing: str
     cited: str
     matrix: list[list[float]] = field(default_factory=list)
-    # ✓ of citing claim i: max_j M_ij ≥ support_theta, the scorer's own calibrated threshold for "supported"
+    # s_i(u,v) of Eq. 3, citing claim i marked supported (✓): max_j M_ij ≥ ``theta``, the one θ of the edge's scorer
     supported: list[bool] = field(default_factory=list)
-    covered: list[bool] = field(default_factory=list)  # s_i(u,v) of Eq. 3 at ``theta``: what Δ counts
-    delta: float = 0.0  # Δ(u,v), Eq. 4: the share of ``covered``
+    delta: float = 0.0  # Δ(u,v), Eq. 4: the share of ``supported``
     age_years: float = 1.0
     age_factor: float = 1.0  # age(v)^(-β)
     weight: float = 0.0  # w(u→v) = Δ·age^(-β), Eq. 5 (0 when pruned)
@@ -199,13 +198,10 @@ class EdgeRecord:
     intents: list[str] = field(default_factory=list)
     scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
     scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
-    # the θ that decided s_i (Eq. 3): settings.theta for a model's matrix, settings.theta_lexical for the offline
-    # lexical scorer's (traces written before the two were separate record their one θ; None: not recorded)
+    # the θ that decided s_i (Eq. 3), its scorer's (crase_core.ranking.pruning.SCORERS): settings.theta for a model's
+    # matrix, settings.theta_lexical for the offline lexical scorer's (None: not recorded)
     theta: float | None = None
-    # the θ ``supported`` was read at: settings.theta for a model's matrix, the word-overlap scorer's calibrated
-    # threshold for the offline scorer's (None: a trace from before calibrated support, whose ✓ is ``covered``)
-    support_theta: float | None = None
-    # which rule decided ``kept`` (crase_core.ranking.affinity: RULE_*); "" in traces from before it was recorded
+    # which rule decided ``kept`` (crase_core.ranking.pruning: RULE_*); "" in traces from before it was recorded
     rule: str = ""
 
 
@@ -219,6 +215,8 @@ class NodeRecord:
     prune_reason: str = ""
     score: float = 0.0
     rank: int | None = None  # 1-based among kept nodes, None when pruned
+    #: kept by its text match whatever its edges: a text candidate, or one of the question's own top hits
+    text_match: bool = False
     in_library: bool = False  # the user already has this paper (their ids or BibTeX)
 
     @property

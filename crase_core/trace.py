@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from crase_core import atomic
 from crase_core.errors import TraceError
 from crase_core.llm.cost_report import uses_model
+from crase_core.ranking.pruning import scorer_rule
 from crase_core.records import (
     AppliedVerdict,
     Budget,
@@ -46,7 +47,7 @@ from crase_core.views.terminal import printable
 #: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`. A field added
 #: with a default that means "not recorded" (``recall_estimate``: None) needs no new version: an older trace
 #: without it reads as a run without it, and nothing is filled in for it.
-TRACE_VERSION = 2
+TRACE_VERSION = 3
 
 #: what a version-1 trace that does not record a knob ran with (the default of that time, "round 3"): five
 #: sub-queries for any planner, the word-overlap scorer's edges judged at 0.15 and pruned at τ, no question seeds,
@@ -116,18 +117,13 @@ class RunTrace:
                 return e
         raise KeyError((citing, cited))
 
-    def support_threshold(self, e: EdgeRecord) -> float:
-        """The θ edge ``e``'s ✓ marks (``supported``) were read at: its scorer's calibrated threshold, or for a
-        trace from before calibrated support (``support_theta`` None) the θ of :meth:`threshold`."""
-        return e.support_theta if e.support_theta is not None else self.threshold(e)[1]
-
     def threshold(self, e: EdgeRecord) -> tuple[str, float]:
-        """(name, value) of the θ that decided edge ``e``'s s_i: ``("θ", theta)`` for an edge a model scored,
-        ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided (the value the edge
-        records; the settings' when it records none)."""
-        if e.scorer == "model":
-            return "θ", e.theta if e.theta is not None else self.settings.theta
-        return "θ_lexical", e.theta if e.theta is not None else self.settings.theta_lexical
+        """(name, value) of the one θ that decided edge ``e``'s s_i — its ✓ marks and Δ: ``("θ", theta)`` for an
+        edge a model scored, ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided
+        (:data:`crase_core.ranking.pruning.SCORERS`; the value the edge records, the settings' when it records
+        none)."""
+        rule = scorer_rule(e.scorer)
+        return rule.theta_label, e.theta if e.theta is not None else rule.theta(self.settings)
 
     @property
     def model_ran(self) -> bool:
@@ -276,8 +272,41 @@ def _fill_covered(data: dict) -> dict:
                               else e for e in edges]}
 
 
+def _v2_to_v3(data: dict) -> dict:
+    """Version 2 → 3, one story per edge and the text matches kept: each edge's ``supported`` becomes the s_i
+    its Δ counted (its ``covered``, read at its own θ; version 2 also ticked claims at a separate calibrated
+    threshold, ``support_theta``, which version 3 does not have), and each node records ``text_match``: kept
+    whatever its edges, as version 2 kept them — a text candidate (role ``text``), or a kept node without any
+    edge (a seed the sparse-pool fill kept) —, and its settings ``text_matches`` 0 (no top text match was kept
+    without an edge then). ``data`` itself is not changed; anything malformed is left for validation to
+    report."""
+    out = {**data, "trace_version": 3}
+    settings = data.get("settings")
+    if isinstance(settings, dict) and "text_matches" not in settings:  # pruning alone decided then
+        out["settings"] = {**settings, "text_matches": 0}
+    edges = data.get("edges")
+    touched: set[object] = set()
+    if isinstance(edges, list):
+        out["edges"] = [_v3_edge(e) if isinstance(e, dict) else e for e in edges]
+        touched = {e.get(end) for e in edges if isinstance(e, dict) for end in ("citing", "cited")}
+    nodes = data.get("nodes")
+    if isinstance(nodes, list):
+        out["nodes"] = [{**n, "text_match": n.get("role") == "text" or (
+            n.get("kept") is True and isinstance(n.get("paper"), dict) and n["paper"].get("id") not in touched)}
+            if isinstance(n, dict) and "text_match" not in n else n for n in nodes]
+    return out
+
+
+def _v3_edge(e: dict) -> dict:
+    """A version-2 edge with ``supported`` = its ``covered`` (what Δ counted) and no ``support_theta``."""
+    out = {k: v for k, v in e.items() if k not in ("covered", "support_theta")}
+    if "covered" in e:
+        out["supported"] = e["covered"]
+    return out
+
+
 #: version → the function that turns a trace of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:

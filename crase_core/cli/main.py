@@ -226,7 +226,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(format_trace(trace, args.k))
     if args.edges:
-        print("\nEdges (citing → cited: scorer, Δ, citing claims supported at the scorer's own threshold; decision):")
+        print("\nEdges (citing → cited: scorer, Δ = the share of citing claims supported at the edge's θ; decision):")
         for e in trace.edges:
             print(printable(f"  {e.citing} → {e.cited}: {edge_summary(trace, e)}; {e.decision}"))
     return 0
@@ -264,11 +264,13 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
-    """``[word-overlap support] Δ 0.6, 1 of 5 supported (≥ 0.32)``: who scored the edge, its Δ and its ✓ claims."""
-    from crase_core.ranking.affinity import score_name
+    """``[word-overlap support] Δ 0.6, 3 of 5 supported (≥ θ_lexical 0.05)``: who scored the edge, its Δ and its ✓
+    claims, at the one θ that decided it (Δ is their share)."""
+    from crase_core.ranking.pruning import score_name
 
+    theta_name, theta = trace.threshold(e)
     return (f"[{score_name(e.scorer)}] Δ {e.delta:.3g}, {sum(e.supported)} of {len(e.supported)} supported "
-            f"(≥ {trace.support_threshold(e):g})")
+            f"(≥ {theta_name} {theta:g})")
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from crase_core import trace as trace_io
 from crase_core.errors import InputError
-from crase_core.ranking.affinity import score_name
+from crase_core.ranking.pruning import score_name
 from crase_core.records import Paper, RankedPaper
 from crase_core.trace import RunTrace
 from crase_core.views.terminal import printable
@@ -169,8 +169,8 @@ def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
     """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
     edges with Δ, age factor, weight, kept, the decision and its rule, the scorer ("model"/"offline") and what its
     numbers are (``score``: "entailment (model)" or "word-overlap support"), the θ Δ was read at
-    (:meth:`~crase_core.trace.RunTrace.threshold`), the citing claims and those supported at the scorer's own
-    threshold (``support_theta``). ``include_pruned=False`` keeps the pruned graph only.
+    (:meth:`~crase_core.trace.RunTrace.threshold`), the citing claims and those supported at that θ (Δ's share).
+    ``include_pruned=False`` keeps the pruned graph only.
     Every text goes through :func:`xml_text`, so the output is well-formed XML whatever the titles hold."""
     import networkx as nx
 
@@ -190,8 +190,7 @@ def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
             g.add_edge(x(e.citing), x(e.cited), delta=float(e.delta), age_factor=float(e.age_factor),
                        weight=float(e.weight), kept=e.kept, decision=x(e.decision), rule=x(e.rule),
                        scorer=x(e.scorer), score=x(score_name(e.scorer)), theta=float(trace.threshold(e)[1]),
-                       citing_claims=len(e.supported), supported_claims=sum(e.supported),
-                       support_theta=float(trace.support_threshold(e)))
+                       citing_claims=len(e.supported), supported_claims=sum(e.supported))
     return "\n".join(nx.generate_graphml(g, encoding="utf-8", prettyprint=True)) + "\n"
 
 
