@@ -63,6 +63,16 @@ def _load_presets() -> dict[str, dict[str, Any]]:
 
 PRESETS: dict[str, dict[str, Any]] = _load_presets()
 
+#: what each preset is for and, for ``paper``, what it costs offline: its numbers against the default's on the
+#: hep-th dev sets (benchmarks/results/*/{paper,crase}/run.json.gz, the Benchmark page; tests/test_paper_preset.py
+#: holds these words to those files)
+PRESET_PURPOSE = {
+    "default": "this tool's tuned setting, offline or with a model endpoint",
+    "paper": "the paper's setting, meant for a model endpoint (--backend openai); offline it ranks far below the "
+             "default on the dev sets: questions Recall@5 0.011 vs 0.863, MAP@50 0.038 vs 0.908; citation lists "
+             "Recall@5 0.050 vs 0.084, MAP@50 0.114 vs 0.217",
+}
+
 #: the pipeline's knobs by stage, in the order the front ends show them (CLI help groups, the app's form, the
 #: settings file's ``[pipeline.<stage>]`` tables); :data:`ADVANCED` are folded away in the app's form.
 STAGES: dict[str, tuple[str, ...]] = {
@@ -306,7 +316,8 @@ class PipelineSettings:
     )
     preset: str = knob("default", "Named starting point: default, or paper (the paper's configuration: "
                        "PPR with seed restarts, α = 0.15, no text candidates, θ 0.75 for model-scored edges and "
-                       "τ 0 for every edge, no question seeds). Explicit values override it.",
+                       "τ 0 for every edge, no question seeds) — " + PRESET_PURPOSE["paper"]
+                       + ". Explicit values override it.",
                        label="Preset", choices=lambda: tuple(PRESETS))
 
     def __post_init__(self) -> None:
