@@ -49,7 +49,7 @@ STAGE_LABELS = {
     "seeds": "Search seeds",
     "expansion": "Expand citation graph",
     "claims": "Extract claims",
-    "entailment": "Score claim pairs (entailment or word overlap)",
+    "entailment": "Score claim pairs (entailment, word overlap or claim similarity)",
     "pruning": "Coverage Δ and pruning",
     "ranking": "Rank",
 }
@@ -61,7 +61,8 @@ def budget_text(b, model: bool) -> str:
     with a model, also the per-query model budget line (``describe_budget``: the limit, what the model is
     asked, estimated tokens and time)."""
     left = "new calls" if model else "to compute"
-    note = "" if model else " The offline backend runs no model: these are word-overlap scoring operations."
+    note = "" if model else (" The offline backend runs no model endpoint: these are scoring operations (word "
+                             "overlap, or claim similarity on the on-device MiniLM).")
     text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
             f"cached → {b.to_call:,} {left}**.{note}")
     if model:
