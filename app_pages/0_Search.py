@@ -56,14 +56,14 @@ STAGE_LABELS = {
 GRAPH_PAGE = "app_pages/1_Evidence_graph.py"
 
 
-def budget_text(b, model: bool) -> str:
+def budget_text(b, model: bool, backend=None) -> str:
     """The budget 1 + |V| + |E| in the right unit: model calls when a model runs, else scoring operations;
     with a model, also the per-query model budget line (``describe_budget``: the limit, what the model is
     asked, estimated tokens and time)."""
     left = "new calls" if model else "to compute"
     note = "" if model else (" The offline backend runs no model endpoint: these are scoring operations (word "
                              "overlap, or claim similarity on the on-device MiniLM).")
-    text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model)}; **{b.cached:,} already "
+    text = (f"**Budget: {b.total:,} {unit(model, b.total)}** = {budget_parts(b, model, backend)}; **{b.cached:,} already "
             f"cached → {b.to_call:,} {left}**.{note}")
     if model:
         line = describe_budget(b)
@@ -476,7 +476,8 @@ def search_page() -> None:
             status.update(label=f"Estimated in {board.elapsed:.1f} s" if build else "The estimate failed",
                           state="complete" if build else "error", expanded=False)
         if build is not None:
-            st.info(budget_text(build.budget, board.model), icon=":material/calculate:")
+            st.info(budget_text(build.budget, board.model, build.components.backend.describe()),
+                    icon=":material/calculate:")
             coverage_notice(build.seeding.coverage)
         open_run = st.session_state.get("trace")
         if open_run is not None and open_run.query != q:

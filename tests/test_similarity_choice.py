@@ -170,6 +170,7 @@ def test_a_similarity_run_names_its_scorer_in_the_trace_cli_and_export(brane_cor
     assert trace.edges and {e.scorer for e in trace.edges} == {"similarity"}
     assert trace.backend["scorer"].startswith("claim-similarity/v1(all-MiniLM-L6-v2/onnx-int8@")
     assert "claim-similarity/v1" in out  # the CLI's backend line
+    assert "claim-similarity matrices (|E|)" in out and "offline backend: the on-device MiniLM" in out  # its budget
     assert all(e.theta == CLAIM_SIMILARITY_THETA for e in trace.edges)
     # p1 → p2: p1's tachyon claim and p2's are paraphrases; p1 → p3 (glueballs) shares no meaning
     assert trace.edge("p1", "p2").kept and not trace.edge("p1", "p3").kept

@@ -110,7 +110,7 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         f"Stages: {c['subqueries']} sub-queries → {c['seeds']} seeds ({c['seeds_kept']} kept) → "
         f"|V| {c['nodes']} / |E| {c['edges']} → kept {c['nodes_kept']} nodes / {c['edges_kept']} edges → "
         f"{c['results']} results",
-        f"Budget: 1 + |V| + |E| = {budget_summary(b, trace.model_ran)}",
+        f"Budget: 1 + |V| + |E| = {budget_summary(b, trace.model_ran, trace.backend)}",
         f"Cost:   {cost_summary(ct, trace.model_ran)}, "
         f"cache {ct.cache_hits:,} hits / {ct.cache_misses:,} misses, {ct.search_calls} searches, "
         f"{ct.external_calls} external calls, {ct.failures} failures, {ct.repairs} repairs",

@@ -27,18 +27,28 @@ def unit(model: bool, n: int | None = None) -> str:
     return "scoring operation" if n == 1 else "scoring operations"
 
 
-def budget_parts(budget: Budget, model: bool) -> str:
-    """``1 plan + 58 claim extractions (|V|) + 120 entailment matrices (|E|)`` (word-overlap support matrices offline)."""
-    matrices = "entailment matrices" if model else "word-overlap support matrices"
+def similarity_ran(backend: Mapping[str, str] | None) -> bool:
+    """Whether the offline backend described by ``backend`` scored claims by claim similarity (the on-device
+    MiniLM, ``support_scorer`` similarity) rather than word overlap."""
+    return str((backend or {}).get("scorer", "")).startswith("claim-similarity")
+
+
+def budget_parts(budget: Budget, model: bool, backend: Mapping[str, str] | None = None) -> str:
+    """``1 plan + 58 claim extractions (|V|) + 120 entailment matrices (|E|)`` (offline: word-overlap support or,
+    when ``backend`` says so, claim-similarity matrices)."""
+    matrices = ("entailment matrices" if model else
+                "claim-similarity matrices" if similarity_ran(backend) else "word-overlap support matrices")
     return (f"{budget.plan_calls:,} plan + {budget.claim_calls:,} claim extractions (|V|) + "
             f"{budget.entailment_calls:,} {matrices} (|E|)")
 
 
-def budget_summary(budget: Budget, model: bool) -> str:
-    """One sentence: the total 1 + |V| + |E| in the right unit, what is cached and what is left to do."""
+def budget_summary(budget: Budget, model: bool, backend: Mapping[str, str] | None = None) -> str:
+    """One sentence: the total 1 + |V| + |E| in the right unit, what is cached and what is left to do
+    (``backend``: the run's description, which names its offline scorer)."""
     left = "new calls" if model else "to compute"
-    who = "" if model else "; offline backend: no model runs"
-    return (f"{budget.total:,} {unit(model, budget.total)} = {budget_parts(budget, model)}; "
+    who = ("" if model else "; offline backend: the on-device MiniLM, no model endpoint" if similarity_ran(backend)
+           else "; offline backend: no model runs")
+    return (f"{budget.total:,} {unit(model, budget.total)} = {budget_parts(budget, model, backend)}; "
             f"{budget.cached:,} already cached → {budget.to_call:,} {left}{who}")
 
 

@@ -164,7 +164,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
                        if any(e.scorer == SIMILARITY for e in trace.edges) else ""),
         "beta": trace.settings.beta,
         "reference_year": trace.reference_year, "top_k": DEFAULT_TOP_K, "wide_nodes": MAX_WIDE_VIEW_NODES,
-        "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
+        "counts": c, "budget": budget_summary(trace.budget, model, trace.backend), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
         "recall": summary_lines(trace.recall_estimate),  # the run's estimate of its own recall, in words
