@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from crase_core.ranking.walks import PersonalizedPageRank, PersonalizedSALSA, SparseRows, WeightedGraph, iterate
+from crase_core.ranking.walks import (
+    PersonalizedPageRank,
+    PersonalizedSALSA,
+    SparseRows,
+    WeightedGraph,
+    iterate,
+)
 
 
 def _random_graph(seed: int, n: int = 60, density: float = 0.08) -> tuple[list[str], list[tuple[str, str, float]]]:
