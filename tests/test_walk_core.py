@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from crase_core.ranking import walks
 from crase_core.ranking.walks import (
     PersonalizedPageRank,
     PersonalizedSALSA,
@@ -25,7 +26,7 @@ def _random_graph(seed: int, n: int = 60, density: float = 0.08) -> tuple[list[s
     return names, edges
 
 
-def test_sparse_rows_product_is_scipys_to_the_last_bit():
+def test_sparse_rows_product_is_scipys_to_the_last_bit(monkeypatch):
     rng = np.random.default_rng(3)
     rows, cols = rng.integers(0, 200, 3000), rng.integers(0, 150, 3000)
     data = rng.uniform(0.0, 1.0, 3000)
@@ -40,7 +41,10 @@ def test_sparse_rows_product_is_scipys_to_the_last_bit():
                                                      shape=(200, 150)) @ x)
     assert np.allclose(ours.dot(x), theirs @ x, rtol=1e-14, atol=0)
     block = rng.uniform(size=(150, 4))
-    assert np.allclose(ours.dot(block), theirs @ block, rtol=1e-13, atol=0)
+    assert np.allclose(ours.dot(block), theirs @ block, rtol=1e-13, atol=0)  # dense (small)
+    monkeypatch.setattr(walks, "DENSE_BLOCK_CELLS", 0)
+    sparse = SparseRows.from_entries((200, 150), rows, cols, data)
+    assert np.allclose(sparse.dot(block), theirs @ block, rtol=1e-13, atol=0)  # sparse (large)
     assert np.allclose(ours.transpose().toscipy().toarray(), theirs.T.toarray(), rtol=1e-15, atol=0)
     assert ours.get(int(rows[0]), int(cols[0])) == pytest.approx(theirs[int(rows[0]), int(cols[0])], rel=1e-15)
     assert np.allclose(ours.columns([3, 7]), theirs[:, [3, 7]].toarray(), rtol=1e-15, atol=0)

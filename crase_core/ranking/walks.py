@@ -46,7 +46,12 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
-@dataclass(frozen=True)
+#: a matrix of at most this many cells multiplies blocks of vectors as a dense array (BLAS beats a sparse
+#: product there); vectors always go the sparse, exact way
+DENSE_BLOCK_CELLS = 4_000_000
+
+
+@dataclass
 class SparseRows:
     """An n × m sparse matrix in CSR form over plain numpy arrays: entries sorted by (row, column), no
     duplicates, no zeros. ``rows[k]`` is entry k's row (the CSR form's ``indptr`` expanded).
@@ -61,6 +66,7 @@ class SparseRows:
     indices: np.ndarray
     data: np.ndarray
     indptr: np.ndarray
+    _dense: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
@@ -87,11 +93,17 @@ class SparseRows:
         return int(self.data.size)
 
     def dot(self, x: np.ndarray) -> np.ndarray:
-        """The product with a vector (exact row-by-row order) or with an n × T matrix (by columns)."""
+        """The product with a vector (each row's products added in column order, as scipy does) or with an
+        n × T block (dense below :data:`DENSE_BLOCK_CELLS` cells)."""
         if x.ndim == 1:
             products = np.take(x, self.indices)
             products *= self.data
             return np.bincount(self.rows, weights=products, minlength=self.shape[0])
+        if self.shape[0] * self.shape[1] <= DENSE_BLOCK_CELLS:
+            if self._dense is None:
+                self._dense = np.zeros(self.shape)
+                self._dense[self.rows, self.indices] = self.data
+            return self._dense @ x
         out = np.zeros((self.shape[0], x.shape[1]))
         if self.nnz:
             starts = np.flatnonzero(np.diff(self.indptr))

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
-import bibtexparser
 import numpy as np
 
 from crase_core.errors import InputError
@@ -209,6 +208,8 @@ def bibtex_entries(text: str) -> Iterator[tuple[str, str, dict[str, str]] | str]
     """``(type, key, fields)`` per BibTeX entry (field names lower-case, whitespace collapsed), or a
     short error string for a block that could not be read. Parsing is bibtexparser's, after
     :func:`check_bibtex_shape`; a parser failure is an InputError."""
+    import bibtexparser  # only a BibTeX library needs it
+
     check_bibtex_shape(text)
     try:
         library = bibtexparser.parse_string(text)
