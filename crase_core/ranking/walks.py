@@ -67,6 +67,7 @@ class SparseRows:
     data: np.ndarray
     indptr: np.ndarray
     _dense: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _scipy: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
@@ -94,7 +95,7 @@ class SparseRows:
 
     def dot(self, x: np.ndarray) -> np.ndarray:
         """The product with a vector (each row's products added in column order, as scipy does) or with an
-        n × T block (dense below :data:`DENSE_BLOCK_CELLS` cells)."""
+        n × T block (dense below :data:`DENSE_BLOCK_CELLS` cells, else scipy's CSR product)."""
         if x.ndim == 1:
             products = np.take(x, self.indices)
             products *= self.data
@@ -104,11 +105,9 @@ class SparseRows:
                 self._dense = np.zeros(self.shape)
                 self._dense[self.rows, self.indices] = self.data
             return self._dense @ x
-        out = np.zeros((self.shape[0], x.shape[1]))
-        if self.nnz:
-            starts = np.flatnonzero(np.diff(self.indptr))
-            out[starts] = np.add.reduceat(self.data[:, None] * x[self.indices], self.indptr[starts], axis=0)
-        return out
+        if self._scipy is None:  # a large graph's blocks (its attribution): scipy's product, loaded then
+            self._scipy = self.toscipy()
+        return np.asarray(self._scipy @ x)
 
     def transpose(self) -> SparseRows:
         order = np.lexsort((self.rows, self.indices))
