@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
-#: a matrix of at most this many cells multiplies blocks of vectors as a dense array (BLAS beats a sparse
-#: product there); vectors always go the sparse, exact way
-DENSE_BLOCK_CELLS = 4_000_000
+#: a matrix with at least this many entries multiplies blocks of vectors (an attribution's) with scipy, loaded
+#: then: on a graph this large its import is a small part of the product's time; vectors always go the numpy way
+SCIPY_BLOCK_NNZ = 20_000
 
 
 @dataclass
@@ -66,8 +66,8 @@ class SparseRows:
     indices: np.ndarray
     data: np.ndarray
     indptr: np.ndarray
-    _dense: np.ndarray | None = field(default=None, repr=False, compare=False)
     _scipy: Any = field(default=None, repr=False, compare=False)
+    _starts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
@@ -95,19 +95,23 @@ class SparseRows:
 
     def dot(self, x: np.ndarray) -> np.ndarray:
         """The product with a vector (each row's products added in column order, as scipy does) or with an
-        n × T block (dense below :data:`DENSE_BLOCK_CELLS` cells, else scipy's CSR product)."""
+        n × T block (with scipy's product from :data:`SCIPY_BLOCK_NNZ` entries)."""
         if x.ndim == 1:
             products = np.take(x, self.indices)
             products *= self.data
             return np.bincount(self.rows, weights=products, minlength=self.shape[0])
-        if self.shape[0] * self.shape[1] <= DENSE_BLOCK_CELLS:
-            if self._dense is None:
-                self._dense = np.zeros(self.shape)
-                self._dense[self.rows, self.indices] = self.data
-            return self._dense @ x
-        if self._scipy is None:  # a large graph's blocks (its attribution): scipy's product, loaded then
-            self._scipy = self.toscipy()
-        return np.asarray(self._scipy @ x)
+        if self.nnz >= SCIPY_BLOCK_NNZ:
+            if self._scipy is None:
+                self._scipy = self.toscipy()
+            return np.asarray(self._scipy @ x)
+        out = np.zeros((self.shape[0], x.shape[1]))
+        if self.nnz:
+            if self._starts is None:
+                self._starts = np.flatnonzero(np.diff(self.indptr))
+            products = np.take(x, self.indices, axis=0)
+            products *= self.data[:, None]
+            out[self._starts] = np.add.reduceat(products, self.indptr[self._starts], axis=0)
+        return out
 
     def transpose(self) -> SparseRows:
         order = np.lexsort((self.rows, self.indices))
