@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,15 +36,36 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
 
 
-def timed(cmd: list[str], runs: int, **kw) -> tuple[float, float, str]:
-    """(median, min) wall seconds of ``cmd`` over ``runs`` runs, and the load average when they started."""
+#: the code the "before" column runs (``--before DIR``: a checkout of the previous release, put first on PYTHONPATH)
+BEFORE_CODE: list[str] = []
+CPU: dict[str, float] = {}
+
+
+def timed(cmd: list[str], runs: int, before: bool = False) -> tuple[float, float, str]:
+    """(median, min) wall seconds of ``cmd`` over ``runs`` runs, and the load average when they started; the
+    median CPU seconds (user + system) of the runs is left in ``CPU["last"]``. ``before``: with the code of
+    ``--before`` (its PYTHONPATH)."""
+    env = {**os.environ, "PYTHONPATH": BEFORE_CODE[0]} if before and BEFORE_CODE else None
     at = load()
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, **kw)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env,
+                       cwd=BEFORE_CODE[0] if env else None)  # ``-m`` puts the working folder first on the path
         times.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    CPU["last"] = statistics.median(cpu)
     return statistics.median(times), min(times), at
+
+
+def side(cmd: list[str], runs: int, bare: float) -> str:
+    """The same command with the ``--before`` code: its median wall and CPU time (empty without ``--before``)."""
+    if not BEFORE_CODE:
+        return ""
+    med, _, at = timed(cmd, runs, before=True)
+    return f"; same run, previous code: {med:.2f} s ({med / bare:.0f}×), CPU {CPU['last']:.2f} s (load {at})"
 
 
 def row(name: str, value: str, yardstick: str, before: str, at: str) -> None:
@@ -55,7 +77,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--queries", type=Path, default=ROOT / "benchmarks" / "data" / "hepth_litsearch_dev.jsonl")
     ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--before", type=Path, help="a checkout of the previous code, run side by side (PYTHONPATH)")
     args = ap.parse_args()
+    if args.before:
+        BEFORE_CODE.append(str(args.before.resolve()))
     py, crase = sys.executable, [sys.executable, "-m", "crase_core.cli"]
     work = Path(tempfile.mkdtemp(prefix="crase-speed-"))
     print("| figure | now | yardstick | issue 31 (before) | load |")
@@ -66,25 +91,37 @@ def main() -> None:
 
     trace = work / "tachyon.json"
     subprocess.run([*crase, "query", TACHYON, "--quiet", "--json", str(trace)], stdout=subprocess.DEVNULL, check=True)
-    med, low, at = timed([*crase, "query", TACHYON, "--quiet"], args.runs)
-    row("`crase query` (cached, fresh process)", f"{med:.2f} s (min {low:.2f})",
-        f"{med / bare:.1f}× bare (min {low / bare_min:.1f}×); target ≤ 20×", BEFORE["query"], at)
+    cmd = [*crase, "query", TACHYON, "--quiet"]
+    med, low, at = timed(cmd, args.runs)
+    cpu = CPU["last"]
+    row("`crase query` (cached, fresh process)", f"{med:.2f} s (min {low:.2f}), CPU {cpu:.2f} s",
+        f"{med / bare:.1f}× bare (min {low / bare_min:.1f}×); target ≤ 20×" + side(cmd, args.runs, bare),
+        BEFORE["query"], at)
 
     page = work / "tachyon.html"
-    med, low, at = timed([*crase, "export", str(trace), "--format", "html", "--out", str(page)], args.runs)
-    row("`crase export --format html` (tachyon)", f"{med:.2f} s (min {low:.2f}), {page.stat().st_size / 1e6:.2f} MB",
-        f"{med / bare:.0f}× bare (min {low / bare_min:.0f}×); target ≤ 60×, ≤ 3 MB", BEFORE["export"], at)
+    cmd = [*crase, "export", str(trace), "--format", "html", "--out", str(page)]
+    med, low, at = timed(cmd, args.runs)
+    cpu, size = CPU["last"], page.stat().st_size / 1e6
+    before = side(cmd, args.runs, bare)
+    if before:
+        before += f", {page.stat().st_size / 1e6:.2f} MB"
+    row("`crase export --format html` (tachyon)", f"{med:.2f} s (min {low:.2f}), CPU {cpu:.2f} s, {size:.2f} MB",
+        f"{med / bare:.0f}× bare (min {low / bare_min:.0f}×); target ≤ 60×, ≤ 3 MB" + before, BEFORE["export"], at)
 
     subprocess.run([*crase, "query", LIBRARY_QUERY, "--quiet", "--seed-ids", *LIBRARY_SEEDS],
                    stdout=subprocess.DEVNULL, check=True)  # fills the cache
-    med, low, at = timed([*crase, "query", LIBRARY_QUERY, "--quiet", "--seed-ids", *LIBRARY_SEEDS], max(1, args.runs // 2))
+    cmd = [*crase, "query", LIBRARY_QUERY, "--quiet", "--seed-ids", *LIBRARY_SEEDS]
+    med, low, at = timed(cmd, max(1, args.runs // 2))
+    cpu = CPU["last"]
+    before = side(cmd, max(1, args.runs // 2), bare)
     lib = work / "library.json"
     subprocess.run([*crase, "query", LIBRARY_QUERY, "--quiet", "--json", str(lib), "--seed-ids", *LIBRARY_SEEDS],
                    stdout=subprocess.DEVNULL, check=True)
     lib_trace = json.loads(lib.read_text())
     stages = ", ".join(f"{k} {v:.2f}" for k, v in sorted(lib_trace["timings"].items(), key=lambda kv: -kv[1])[:4])
-    row(f"library query, 4 seeds (|E| {len(lib_trace['edges']):,}; cached, fresh process)", f"{med:.2f} s (min {low:.2f})",
-        f"target ≤ 4 s; slowest stages (s): {stages}", BEFORE["library"], at)
+    row(f"library query, 4 seeds (|E| {len(lib_trace['edges']):,}; cached, fresh process)",
+        f"{med:.2f} s (min {low:.2f}), CPU {cpu:.2f} s", f"target ≤ 4 s; slowest stages (s): {stages}" + before,
+        BEFORE["library"], at)
 
     in_process(args)
     print("\n2.5M papers: not measured here (building that store takes too long on this machine; "
