@@ -73,7 +73,10 @@ assert [load_prompt(n).name for n in PROMPT_NAMES] == list(PROMPT_NAMES)
 assert len(load_pairs(limit=5)) == 5
 from crase_core.sources.local import LocalSource
 assert LocalSource.open().embeddings is not None, "the shipped embeddings do not load for the embedded corpus"
-print(f"  {len(files)} shipped files under {package}")
+from crase_core.encoder import load_encoder, tokenizer_file
+assert tokenizer_file().resolve().is_relative_to(package), "the model's tokenizer is not shipped in the package"
+assert load_encoder().encode(["tachyon condensation"]).shape == (1, 384), "the on-device model does not run"
+print(f"  {len(files)} shipped files under {package}; the on-device model runs")
 EOF
 
 # --- 2. the CLI -------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from crase_app.why import why_caption, why_details
 from crase_core.errors import CraseError
 from crase_core.llm.cost_report import OFFLINE_BACKENDS, budget_parts, unit, uses_model
 from crase_core.pipeline import STAGES, StageEvent, build_graph, clean_query, run_query
+from crase_core.recall.estimate import summary_lines
 from crase_core.retrieval.library import ParsedLibrary, paper_arxiv_id, paper_link, parse_ids, parse_library
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.budget import describe_budget
@@ -262,6 +263,7 @@ def run_summary(trace) -> None:
                        f"included; the pipeline itself took {pipeline_s:.1f} s.")
     else:
         cols[5].metric("pipeline time", f"{pipeline_s:.1f} s", help="The stages' own time, as recorded in the run.")
+    recall_caption(trace)
     if model:
         ct = trace.counters
         st.caption(f"Model: {md_escape(trace.backend.get('backend', '?'))} · {ct.prompt_tokens:,} prompt + "
@@ -273,6 +275,14 @@ def run_summary(trace) -> None:
     if not trace.semantic_feedback and trace.semantic_note and trace.semantic_note not in trace.warnings:
         note = trace.semantic_note
         st.caption(md_escape(note[:1].upper() + note[1:]))  # off, why, and how to turn it on
+
+
+def recall_caption(trace) -> None:
+    """One line under the numbers: the run's estimate of its own recall (what it rests on in the tooltip)."""
+    lines = summary_lines(trace.recall_estimate)
+    if lines:
+        first = lines[0][:1].upper() + lines[0][1:]
+        st.caption(f"**Recall** · {md_escape(first)}", help=md_escape(" ".join(lines[1:])) or None)
 
 
 def library_input() -> ParsedLibrary | None:

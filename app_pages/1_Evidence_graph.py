@@ -151,11 +151,12 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
             "weight": st.column_config.NumberColumn("weight", format="%.4f", width="small", pinned=True),
             "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
             "threshold": st.column_config.TextColumn(
-                "threshold", width="small", help="The θ Δ was read at: θ for an edge a model scored, θ_lexical "
-                "for one the offline word-overlap scorer decided (0 = every claim counts, Δ = 1)."),
+                "threshold", width="small", help="The one θ the edge was read at (its ✓ claims and Δ): θ for an edge "
+                "a model scored, θ_lexical for one the offline word-overlap scorer decided (0 = every claim counts, "
+                "Δ = 1)."),
             "supported": st.column_config.TextColumn(
-                "supported", width="small", help="Citing claims supported at the scorer's own calibrated "
-                "threshold (θ for a model's scores; the word-overlap scorer's calibrated threshold for its)."),
+                "supported", width="small", help="Citing claims supported at the edge's threshold: Δ is their "
+                "share."),
             "citing": st.column_config.TextColumn("citing", width="medium"),
             "cited": st.column_config.TextColumn("cited", width="medium"),
             "citing title": st.column_config.TextColumn("citing title", width="large"),

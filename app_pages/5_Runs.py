@@ -21,6 +21,10 @@ from crase_app.shared import (
     trace_notice,
     trace_problem,
 )
+from crase_core.runs import cycle_text
+from crase_core.runs import lineage as run_lineage
+
+MAX_LINEAGE_INDENT = 6  # deeper runs are listed at this depth, with their generation
 
 page_header("Runs", "Every run is saved as its trace. Reopening a run shows its graph, matrices and scores "
             "exactly as computed — nothing is recomputed.")
@@ -85,30 +89,24 @@ else:
 
 
 def lineage_lines(runs) -> list[str]:
-    """Every run that has re-ranked children, as a markdown tree: parent → children (→ grandchildren …)."""
-    children: dict[str, list] = {}
-    for r in runs:
-        if r.parent_run_id:
-            children.setdefault(r.parent_run_id, []).append(r)
+    """The runs' lineage (:func:`crase_core.runs.lineage`: every run with re-ranked children, then its children …)
+    as markdown lines; a loop of parents is said in words. Indentation stops at a few levels (a long chain of
+    audits reads as generations, not as a list nested hundreds deep)."""
     lines: list[str] = []
-
-    def walk(run_id: str, depth: int, seen: set[str]) -> None:
-        for child in sorted(children.get(run_id, []), key=lambda x: x.created_at):
-            if child.run_id in seen:  # a crafted sidecar could name a cycle
-                continue
-            lines.append("  " * depth + f"- → {md_escape(_when(child))} · run {code(child.run_id[:16])} · "
-                         f"{child.verdicts_applied} verdict(s) applied · edges kept "
-                         f"{child.counts.get('edges_kept', 0):,}/{child.counts.get('edges', 0):,}")
-            walk(child.run_id, depth + 1, seen | {child.run_id})
-
-    roots = [r for r in runs if r.run_id in children and (not r.parent_run_id or r.parent_run_id not in by_id)]
-    orphans = [pid for pid in children if pid not in by_id]
-    for r in sorted(roots, key=lambda x: x.created_at, reverse=True):
-        lines.append(f"- {md_escape(_when(r))} · run {code(r.run_id[:16])} · {md_escape(r.query)}")
-        walk(r.run_id, 1, {r.run_id})
-    for pid in orphans:
-        lines.append(f"- run {code(pid[:16])} (no longer saved here)")
-        walk(pid, 1, {pid})
+    for row in run_lineage(runs):
+        if row.cycle:
+            lines.append(f"- ⚠ {md_escape(cycle_text(row))}")
+            continue
+        r = row.run
+        if row.depth == 0:
+            lines.append(f"- {md_escape(_when(r))} · run {code(r.run_id[:16])} · {md_escape(r.query)}" if r is not None
+                         else f"- run {code(row.run_id[:16])} (no longer saved here)")
+            continue
+        assert r is not None
+        generation = f"generation {row.depth} · " if row.depth > MAX_LINEAGE_INDENT else ""
+        lines.append("  " * min(row.depth, MAX_LINEAGE_INDENT) + f"- → {generation}{md_escape(_when(r))} · run "
+                     f"{code(r.run_id[:16])} · {r.verdicts_applied} verdict(s) applied · edges kept "
+                     f"{r.counts.get('edges_kept', 0):,}/{r.counts.get('edges', 0):,}")
     return lines
 
 

@@ -45,10 +45,13 @@ class Run(NamedTuple):
 #: μ 0.4 fixed (theta_lexical 0.15 — the word-overlap share the logistic scale of that time read as 0.75 —,
 #: query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs defined as "that default + X" name
 #: these values, so they still run what they ran.
-ROUND3: dict[str, Any] = dict(ROUND3_DEFAULTS)
+ROUND3: dict[str, Any] = {**ROUND3_DEFAULTS, "text_matches": 0}
+#: issue 22's default: what issue 30 changed, at issue 22's values (no top text match kept without a kept edge;
+#: a node left without one is pruned). Every run defined on an earlier default names it too.
+ISSUE22: dict[str, Any] = {"text_matches": 0}
 #: round 6's default: what issue 22 changed (pruning of the word-overlap scorer's edges), at round 6's values
 #: (θ_lexical 0: every such edge kept with Δ = 1). The runs of round 6 and "round6-default" name it.
-ROUND6: dict[str, Any] = {"theta_lexical": 0.0, "tau_lexical": 0.0}
+ROUND6: dict[str, Any] = {"theta_lexical": 0.0, "tau_lexical": 0.0, **ISSUE22}
 #: round 5's default: what issue 14's round 6 changed (semantic feedback), at round 5's values, on round 6's
 #: pruning. The runs of round 5 (its default's ablations) and "round5-default" name it, so they still run what
 #: they ran.
@@ -56,15 +59,24 @@ ROUND5: dict[str, Any] = {**ROUND6, "semantic_feedback_weight": 0.0, "semantic_f
 
 #: run name → what runs and what it shows. ``crase`` is the default every ablation is paired with.
 RUNS: dict[str, Run] = {
-    "crase": Run("crase", {}, "the default configuration (issue 22: round 6's default with the word-overlap "
-                 "scorer's edges pruned when at most a third of the citing claims share words with the cited paper "
-                 "(θ_lexical 0.05, τ_lexical 0.35) — L 1, θ 0.75 and τ 0 for model-scored edges, hybrid seeds 5, "
+    "crase": Run("crase", {}, "the default configuration (issue 30: the word-overlap scorer's edges read at one "
+                 "θ_lexical 0.05 — a citing claim is supported when a cited claim holds 5% of its informative words, Δ "
+                 "the share of supported claims — and pruned when none is (τ_lexical 0), the question's top 3 text "
+                 "matches kept whatever their edges — L 1, θ 0.75 and τ 0 for model-scored edges, hybrid seeds 5, "
                  "term proximity w 0.4 in order and u 0.2 in a window, anchor text in the restart 0.1, semantic "
                  "feedback w_s 0.4 in the final fusion's list, μ(q) = clip(0.6 + 0.5·(g − ½) + 0.5·(s − ½)))"),
+    # issue 30: one story per edge (Δ = the share of ✓ claims at the edge's one θ), pruning re-tuned, the question's
+    # top text matches kept whatever their edges
+    "issue22-default": Run("crase", {**ISSUE22, "tau_lexical": 0.35},
+                           "issue 22's default, the default before issue 30: word-overlap edges pruned at τ_lexical "
+                           "0.35 (θ_lexical 0.05), no top text match kept without a kept edge"),
+    "no-text-matches": Run("crase", dict(ISSUE22), "the default without keeping the question's top text matches "
+                           "when pruning leaves them no edge (text_matches 0)"),
+    "text-matches-10": Run("crase", {"text_matches": 10}, "the default keeping the question's top 10 text matches"),
     "round6-default": Run("crase", dict(ROUND6), "round 6's default, the default before issue 22: no pruning of "
                           "the word-overlap scorer's edges (θ_lexical 0, τ_lexical 0: Δ = 1)"),
     # issue 22: pruning rules for the word-overlap scorer's edges, each against round 6's default (no pruning)
-    **{name: Run("crase", {"theta_lexical": th, "tau_lexical": ta}, what)
+    **{name: Run("crase", {**ISSUE22, "theta_lexical": th, "tau_lexical": ta}, what)
        for name, th, ta, what in (
            ("prune-theta-0.07", 0.07, 0.0, "word-overlap edges pruned when no citing claim reaches θ_lexical 0.07"),
            ("prune-theta-0.04-tau-0.4", 0.04, 0.4, "word-overlap edges pruned at θ_lexical 0.04, τ_lexical 0.4"),
@@ -268,6 +280,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "round6-no-recency-weight", "round6-no-proximity"),
     "issue 22: pruning of the word-overlap scorer's edges": (
         "round6-default", "crase", "prune-theta-0.07", "prune-theta-0.04-tau-0.4", "prune-theta-0.15"),
+    "issue 30: one θ per edge, τ_lexical and the top text matches": (
+        "crase", "issue22-default", "no-text-matches", "text-matches-10"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round6-default", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",

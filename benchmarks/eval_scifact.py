@@ -1,8 +1,8 @@
 """Support-scorer evaluation on SciFact claim–abstract pairs (assets/scifact/claim_doc_pairs.jsonl.gz): the
-offline word-overlap support scorer, and with --llm the model backend's entailment scorer.
+offline word-overlap support scorer, with --similarity the claim-similarity scorer (MiniLM on this machine), and with --llm the model backend's entailment scorer.
 
     .venv/bin/python benchmarks/eval_scifact.py [--out benchmarks/results/scifact] [--theta 0.32]
-        [--r0 0.11338 ...] [--llm]   # --r0: also the logistic (v1) scale; --llm: the model backend's scorer
+        [--r0 0.11338 ...] [--similarity] [--llm]   # --r0: also the logistic (v1) scale; --llm: the model backend's scorer
 
 For each scorer: precision / recall / F1 of "supported" (max_j M[0][j] ≥ θ) against SUPPORT vs
 CONTRADICT + NOT-ENOUGH-INFO, at θ and over a threshold sweep, on full abstracts and on the rationale
@@ -28,10 +28,17 @@ def main() -> None:
     ap.add_argument("--r0", type=float, action="append", default=None,
                     help="also the word-overlap scorer through the logistic map of this r0 (k 30; the v1 scale)")
     ap.add_argument("--llm", action="store_true", help="also evaluate the openai backend's scorer (needs its settings)")
+    ap.add_argument("--similarity", action="store_true",
+                    help="also the claim-similarity scorer (all-MiniLM-L6-v2 on this machine, crase_core.encoder)")
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     pairs = load_pairs(limit=args.limit)
     scorers = [offline_scorer(pairs), *(offline_scorer(pairs, r0=r0) for r0 in args.r0 or [])]
+    if args.similarity:
+        from crase_core.encoder import load_encoder
+        from crase_core.evidence.similarity import ClaimSimilarityScorer
+
+        scorers.append(ClaimSimilarityScorer(load_encoder()))
     if args.llm:
         from crase_core.runtime import RuntimeConfig, build_engine
 

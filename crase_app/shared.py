@@ -34,7 +34,7 @@ from crase_app.display import (
 from crase_app.why import why_block
 from crase_core.audit.store import AuditStore
 from crase_core.errors import CraseError
-from crase_core.ranking.affinity import score_name
+from crase_core.ranking.pruning import score_name
 from crase_core.ranking.trails import origin_text
 from crase_core.records import EdgeRecord
 from crase_core.redaction import install_log_filter
@@ -352,11 +352,8 @@ MATRIX_MEANING = {
 
 
 def claim_marks(e: EdgeRecord) -> list[str]:
-    """One mark per citing claim: ✓ supported (at the scorer's own calibrated θ), ≈ counted toward Δ only
-    (reaches θ_lexical, below the calibrated θ: a word-overlap edge), ✗ neither."""
-    covered = e.covered or e.supported
-    return ["✓" if i < len(e.supported) and e.supported[i] else "≈" if i < len(covered) and covered[i] else "✗"
-            for i in range(len(e.matrix) or len(e.supported))]
+    """One mark per citing claim: ✓ supported (some cited claim reaches the edge's θ: what Δ counts), ✗ not."""
+    return ["✓" if i < len(e.supported) and e.supported[i] else "✗" for i in range(len(e.matrix) or len(e.supported))]
 
 
 def _safe_url(url: str) -> str | None:
@@ -421,9 +418,9 @@ def cell_value(v: float) -> str:
 
 
 def legend_values(stops: Sequence[float], min_gap: float = 0.12) -> list[float]:
-    """The heat map legend's labels: 0, 1 and the colour scale's inner stops (the calibrated θ first, then the
-    θ Δ counts at), each only where it lies at least ``min_gap`` from every label kept (a θ_lexical of 0.05
-    beside 0 would print "00.05"; the caption names it)."""
+    """The heat map legend's labels: 0, 1 and the colour scale's inner stops (the edge's θ), each only where it
+    lies at least ``min_gap`` from every label kept (a θ_lexical of 0.05 beside 0 would print "00.05"; the caption
+    names it)."""
     kept = [stops[0], stops[-1]]
     for t in sorted(stops[1:-1], reverse=True):
         if all(abs(t - k) >= min_gap for k in kept):
@@ -435,17 +432,16 @@ def _claim_axis_label(cid: str, text: str, mark: str, limit: int) -> str:
     return f"{cid}{(' ' + mark) if mark else ''} · {shorten_words(tex_plain(text), limit)}"
 
 
-def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str]], cited: Sequence[tuple[str, str]],
-                 *, support_theta: float | None = None) -> alt.LayerChart:
+def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str]],
+                 cited: Sequence[tuple[str, str]]) -> alt.LayerChart:
     """Heat map of M (rows: citing claims, columns: cited claims), titled by what M is (:func:`score_name`), each
     row and column labelled with its claim (id, its mark of :func:`claim_marks` for rows, the text cut at a word
-    boundary); hovering a cell shows both claims in full and the value; cells ≥ ``support_theta`` (the scorer's
-    calibrated θ; ``theta`` when None) are outlined, and their values bold where they reach ``theta`` (the θ Δ is
-    read at). ``citing``/``cited``: ``(id, text)``."""
+    boundary); hovering a cell shows both claims in full and the value; cells ≥ ``theta`` (the edge's one θ: a
+    row with such a cell is ✓ supported and counted in Δ) are outlined, their values bold. ``citing``/``cited``:
+    ``(id, text)``."""
     import altair as alt
     import pandas as pd
 
-    support = theta if support_theta is None else support_theta
     name = score_name(edge.scorer)
     marks = claim_marks(edge)
     rows = []
@@ -461,8 +457,7 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 "citing claim": f"{cid} {mark}: {tex_plain(ctext)}",
                 "cited claim": f"{vid}: {tex_plain(vtext)}",
                 "score": float(v),
-                "supports": bool(v >= support),
-                "counts": bool(v >= theta),
+                "supports": bool(v >= theta),
                 "shown": cell_value(v),
             })
     df = pd.DataFrame(rows)
@@ -476,16 +471,13 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
                 axis=alt.Axis(labelLimit=460, labelFontSize=12, labelOverlap=False)),
     )
     # stops at the thresholds strictly inside (0, 1) (θ_lexical 0: every cell counts; it would repeat a stop)
-    inner = sorted({t for t in (theta, support) if 0 < t < 1})
+    inner = [theta] if 0 < theta < 1 else []
     stops = [0.0, *inner, 1.0]
-    palette = {2: ["#f4f6f8", "#08306b"], 3: ["#f4f6f8", "#9ecae1", "#08306b"],
-               4: ["#f4f6f8", "#c6dbef", "#4292c6", "#08306b"]}[len(stops)]
+    palette = {2: ["#f4f6f8", "#08306b"], 3: ["#f4f6f8", "#9ecae1", "#08306b"]}[len(stops)]
     scale = alt.Scale(domain=stops, range=palette)
     tooltip = [alt.Tooltip("citing claim:N"), alt.Tooltip("cited claim:N"),
                alt.Tooltip("score:Q", format=".3f", title=name),
-               alt.Tooltip("supports:N", title=f"supports (≥ {support:g})")]
-    if support != theta:
-        tooltip.append(alt.Tooltip("counts:N", title=f"counts toward Δ (≥ {theta:g})"))
+               alt.Tooltip("supports:N", title=f"supports (≥ {theta:g})")]
     rect = base.mark_rect().encode(
         # the legend under the map, across, as long as the map is wide (200 to 480 px): its length never depends
         # on how many rows the matrix has (a vertical one taller than a one- or two-row map was cut off)
@@ -498,12 +490,12 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         tooltip=tooltip,
     )
     outline = base.transform_filter(alt.datum["supports"]).mark_rect(fill=None, stroke="#e76f51", strokeWidth=3)
-    colour = alt.condition(alt.datum.score > max(0.5, (support + 1) / 2 - 0.1), alt.value("white"),
+    colour = alt.condition(alt.datum.score > max(0.5, (theta + 1) / 2 - 0.1), alt.value("white"),
                            alt.value("#1f2933"))
     value = alt.Text("shown:N")
-    text = base.transform_filter(~alt.datum["counts"]).mark_text(fontSize=13).encode(
+    text = base.transform_filter(~alt.datum["supports"]).mark_text(fontSize=13).encode(
         text=value, color=colour, tooltip=tooltip)
-    strong = base.transform_filter(alt.datum["counts"]).mark_text(fontSize=13, fontWeight="bold").encode(
+    strong = base.transform_filter(alt.datum["supports"]).mark_text(fontSize=13, fontWeight="bold").encode(
         text=value, color=colour, tooltip=tooltip)
     # room on the right: Vega fits the chart to its width from an estimate of the slanted column labels that
     # falls a few pixels short of the last one
@@ -524,15 +516,13 @@ def scorer_badge(e: EdgeRecord) -> None:
 
 
 def support_help(trace: RunTrace, e: EdgeRecord) -> str:
-    """What ✓ means for this edge: at which θ, and why that θ (the scorer's own calibrated threshold)."""
-    support = trace.support_threshold(e)
-    if e.support_theta is None:
-        return f"Citing claims i with max_j M[i][j] ≥ {support:g} (Eq. 3), the θ this older run recorded."
+    """What ✓ means for this edge: the claims some cited claim reaches at the edge's one θ, which Δ counts."""
+    theta_name, theta = trace.threshold(e)
+    text = (f"Citing claims i with max_j M[i][j] ≥ {theta_name} = {theta:g} (Eq. 3): the claims Δ counts, at the "
+            f"threshold{THRESHOLD_OF.get(theta_name, '')}.")
     if e.scorer == "model":
-        return f"Citing claims i with max_j M[i][j] ≥ θ = {support:g} (Eq. 3): the model's threshold."
-    return (f"Citing claims i with max_j M[i][j] ≥ {support:g}: the word-overlap scorer's calibrated threshold (the "
-            "F1-best on SciFact's claim–abstract pairs), whatever θ_lexical the pruning reads. Shared words are not "
-            "entailment: a contradicting claim can share as many.")
+        return text
+    return text + " Shared words are not entailment: a contradicting claim can share as many."
 
 
 def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = True, key: str = "insp") -> None:
@@ -546,13 +536,11 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
                 unsafe_allow_html=True)  # paper_line: the TeX renderer's markdown (input escaped, its own marks)
     (st.success if e.kept else st.error)(f"Decision — {md_escape(e.decision)}", icon=":material/check_circle:" if e.kept else ":material/content_cut:")
     scorer_badge(e)
-    covered = e.covered or e.supported
     k, n = sum(e.supported), len(e.supported)
     m1, m2, m3, m4 = st.columns(4)
     theta_name, theta = trace.threshold(e)
-    support = trace.support_threshold(e)
     m1.metric("Δ (coverage)", f"{e.delta:.3f}", help=f"Δ(u,v) = share of u's claims that some claim of v reaches at "
-              f"{theta_name} = {theta:g} (Eq. 4): {sum(covered)} of {len(covered)}.")
+              f"{theta_name} = {theta:g} (Eq. 4): the {k} of {n} marked supported.")
     m2.metric("supported", f"{k} of {n}", help=support_help(trace, e))
     m3.metric("age factor", f"{e.age_factor:.3f}", help=f"age(v)^(−β): v is {e.age_years:g} years old against "
               f"{trace.reference_year}, β = {trace.settings.beta:g}.")
@@ -565,17 +553,13 @@ def edge_inspector(trace: RunTrace, citing: str, cited: str, *, audit: bool = Tr
     if e.matrix:
         shape = f"{len(e.matrix)} × {len(e.matrix[0]) if e.matrix else 0}"
         meaning = MATRIX_MEANING.get(e.scorer, MATRIX_MEANING["offline"]).format(shape=shape)
-        if support != theta:
-            key_text = (f"Outlined: ≥ {support:g}, the scorer's calibrated threshold (✓ supported). Bold: ≥ "
-                        f"{theta_name} {theta:g}, the claims Δ counts (≈ counted but not supported; ✗ neither).")
-        else:
-            key_text = (f"Outlined: ≥ {theta_name} {theta:g}{THRESHOLD_OF[theta_name]} (✓ supported, counted in Δ; "
-                        "✗ not).")
+        key_text = (f"Outlined: ≥ {theta_name} {theta:g}{THRESHOLD_OF.get(theta_name, '')} (✓ supported, counted "
+                    "in Δ; ✗ not).")
         st.markdown(f"{meaning} Rows: claims of u; columns: claims of v. {key_text} Hover a cell for both claims "
                     "in full.")
         st.altair_chart(
             matrix_chart(e, theta, [(c.id, c.text) for c in cu.claims] if cu else [],
-                         [(c.id, c.text) for c in cv.claims] if cv else [], support_theta=support),
+                         [(c.id, c.text) for c in cv.claims] if cv else []),
             width="stretch",
         )
         with st.expander("Matrix values"):

@@ -124,6 +124,16 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when ``a`` and ``b`` name one existing file, however spelt: the same path (relative, with ``..``),
+    a symbolic link to it, or a hard link (one inode). A command that reads ``b`` and writes ``a`` refuses
+    then, or its input would be replaced by its output."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def temp_dir_beside(path: str | os.PathLike[str]) -> Path:
     """A fresh, uniquely named empty folder next to ``path`` (for building a folder to publish atomically)."""
     target = Path(path)

@@ -28,7 +28,7 @@ from crase_core.component_cache import ComponentCache, Edge
 from crase_core.errors import InputError
 from crase_core.llm.spend import SpendMeter
 from crase_core.paper_source import PaperSource
-from crase_core.records import Budget, EdgeMatrix, PlanResult
+from crase_core.records import Budget, EdgeMatrix, PlanResult, RecallEstimate
 from crase_core.retrieval.library import mark_in_library
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.budget import CachedWork, check_budget, count_budget
@@ -57,6 +57,7 @@ class Engine:
     backend: ModelBackend
     cache: ResultCache | None = None
     deadline_s: float | None = None
+    recall_calibration: str | None = None  # the recall calibration file the settings name (None: look it up)
 
 
 @dataclass
@@ -212,7 +213,7 @@ def interim_priority(build: GraphBuild, settings: PipelineSettings) -> Priority:
     def priority(open_edges: Sequence[Edge], matrices: Mapping[Edge, EdgeMatrix],
                  deciders: Mapping[Edge, str]) -> list[tuple[Edge, str]]:
         pruning = prune_graph(build.expansion, dict(matrices), seeds, settings, build.reference_year,
-                              scorers={e: (deciders[e], "") for e in build.expansion.graph.edges})
+                              scorers={e: (deciders[e], "") for e in build.expansion.graph.edges}, query_hits=hits)
         ranked = rank_papers(build.expansion, pruning, seeds, hits, settings, query=build.query)
         return edge_priority(open_edges, ranked.results, matrices, settings)
     return priority
@@ -265,7 +266,7 @@ def run_query(
     _record_spend(build.components, scored)
     with clock("pruning"):
         pruning = prune_graph(build.expansion, scored.matrices, build.seeding.seeds, settings, build.reference_year,
-                              progress, scorers=scored.scorers)
+                              progress, scorers=scored.scorers, query_hits=build.seeding.query_hits)
         refill = refill_after_pruning(build.expansion, pruning, build.seeding.query_hits, build.seeding.query_papers,
                                       settings)
         if refill:
@@ -275,7 +276,19 @@ def run_query(
                              progress, restart_hits=build.seeding.restart_hits, query=build.query)
     build.components.counters.external_calls = source.external_calls - external_before
     stats = {k: round(v - stats_before.get(k, 0), 3) for k, v in source_stats(source).items()}
-    return assemble_trace(build, settings, engine, scored, pruning, ranked, clock, stats, now)
+    trace = assemble_trace(build, settings, engine, scored, pruning, ranked, clock, stats, now)
+    trace.recall_estimate = recall_estimate(trace, engine)
+    return trace
+
+
+def recall_estimate(trace: RunTrace, engine: Engine) -> RecallEstimate:
+    """The run's recall estimate, with the calibration the settings name, the corpus folder holds or Crase
+    ships for the run's corpus (:mod:`crase_core.recall`)."""
+    from crase_core.recall.calibration import find_calibration
+    from crase_core.recall.estimate import estimate_recall
+
+    folder = getattr(engine.source, "folder", None)
+    return estimate_recall(trace, find_calibration(trace.source, engine.recall_calibration, folder))
 
 
 def assemble_trace(build: GraphBuild, settings: PipelineSettings, engine: Engine, scored: Scored, pruning: Pruning,

@@ -184,10 +184,9 @@ class EdgeRecord:
     citing: str
     cited: str
     matrix: list[list[float]] = field(default_factory=list)
-    # ✓ of citing claim i: max_j M_ij ≥ support_theta, the scorer's own calibrated threshold for "supported"
+    # s_i(u,v) of Eq. 3, citing claim i marked supported (✓): max_j M_ij ≥ ``theta``, the one θ of the edge's scorer
     supported: list[bool] = field(default_factory=list)
-    covered: list[bool] = field(default_factory=list)  # s_i(u,v) of Eq. 3 at ``theta``: what Δ counts
-    delta: float = 0.0  # Δ(u,v), Eq. 4: the share of ``covered``
+    delta: float = 0.0  # Δ(u,v), Eq. 4: the share of ``supported``
     age_years: float = 1.0
     age_factor: float = 1.0  # age(v)^(-β)
     weight: float = 0.0  # w(u→v) = Δ·age^(-β), Eq. 5 (0 when pruned)
@@ -199,13 +198,10 @@ class EdgeRecord:
     intents: list[str] = field(default_factory=list)
     scorer: str = "offline"  # who decided it: "model" (the endpoint's matrix) or "offline" (lexical scorer)
     scorer_reason: str = ""  # why that scorer: the cascade's priority, the budget, or the model's failure
-    # the θ that decided s_i (Eq. 3): settings.theta for a model's matrix, settings.theta_lexical for the offline
-    # lexical scorer's (traces written before the two were separate record their one θ; None: not recorded)
+    # the θ that decided s_i (Eq. 3), its scorer's (crase_core.ranking.pruning.SCORERS): settings.theta for a model's
+    # matrix, settings.theta_lexical for the offline lexical scorer's (None: not recorded)
     theta: float | None = None
-    # the θ ``supported`` was read at: settings.theta for a model's matrix, the word-overlap scorer's calibrated
-    # threshold for the offline scorer's (None: a trace from before calibrated support, whose ✓ is ``covered``)
-    support_theta: float | None = None
-    # which rule decided ``kept`` (crase_core.ranking.affinity: RULE_*); "" in traces from before it was recorded
+    # which rule decided ``kept`` (crase_core.ranking.pruning: RULE_*); "" in traces from before it was recorded
     rule: str = ""
 
 
@@ -219,6 +215,8 @@ class NodeRecord:
     prune_reason: str = ""
     score: float = 0.0
     rank: int | None = None  # 1-based among kept nodes, None when pruned
+    #: kept by its text match whatever its edges: a text candidate, or one of the question's own top hits
+    text_match: bool = False
     in_library: bool = False  # the user already has this paper (their ids or BibTeX)
 
     @property
@@ -411,6 +409,27 @@ class LibraryItem:
     label: str = ""  # where it came from: a BibTeX key or "pasted"
     paper_id: str | None = None  # the matching paper of the source, None when not found
     seed: bool = False  # used as a seed of this run
+
+
+@dataclass
+class RecallEstimate:
+    """The run's estimate of its own recall@k: the share of the corpus's relevant papers its top k holds
+    (:mod:`crase_core.recall`), with an interval that covered the measured recall for ``level`` of the
+    calibration's queries. ``estimate`` is None where no calibration for the run's corpus was found (or it
+    does not fit the run); ``note`` then says why."""
+
+    k: int
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float = 0.8
+    group: str = ""  # the calibration group the run fell in: "title" or "question"
+    calibration: str = ""  # what it was calibrated on, in words (corpus, benchmarks, queries)
+    calibration_source: str = ""  # the corpus (a trace's ``source``) the calibration is for
+    features: dict[str, float] = field(default_factory=dict)  # what the run knew (crase_core.recall.features)
+    drivers: list[str] = field(default_factory=list)  # the features that moved the estimate most, in words
+    advice: list[str] = field(default_factory=list)  # what would raise it (where it is low)
+    note: str = ""  # why there is no estimate, or what to read it with
 
 
 @dataclass

@@ -434,3 +434,82 @@ class RunStore:
     def delete(self, name: str) -> None:
         for p in (self.path(name), self.directory / f"{name}.meta.json"):
             p.unlink(missing_ok=True)
+
+
+# ---- lineage: which saved run was re-ranked from which -------------------------------------------------------
+@dataclass(frozen=True)
+class LineageRow:
+    """One line of the saved runs' lineage (the Runs page): ``run`` at ``depth`` under the run it was re-ranked
+    from (depth 0: a run with re-ranked children whose own parent is not saved here). ``run`` is None for a
+    parent that is no longer saved (``run_id`` names it). A row with ``cycle`` (depth 0) names runs that are
+    each other's ancestors, in parent order: sidecars no re-ranking writes (crafted or edited), said in words
+    by :func:`cycle_text`; the children hanging off the loop follow it."""
+
+    depth: int
+    run_id: str
+    run: RunInfo | None
+    cycle: tuple[str, ...] = ()
+
+
+def lineage(runs: list[RunInfo]) -> list[LineageRow]:
+    """The lineage of ``runs`` (readable :class:`RunInfo` only), as rows in display order: each run with
+    re-ranked children, newest first, then its children (oldest first) depth-first; parents no longer saved
+    after them; then any loop of parents (:attr:`LineageRow.cycle`). Every run appears at most once. The walk is
+    iterative, so a chain of any length (a long stretch of auditing, a crafted folder) costs no recursion."""
+    by_id: dict[str, RunInfo] = {}
+    for r in runs:
+        by_id.setdefault(r.run_id, r)
+    children: dict[str, list[RunInfo]] = {}
+    for r in by_id.values():
+        if r.parent_run_id and r.parent_run_id != r.run_id:
+            children.setdefault(r.parent_run_id, []).append(r)
+    for kids in children.values():
+        kids.sort(key=lambda x: (x.created_at, x.name))
+    rows: list[LineageRow] = []
+    shown: set[str] = set()
+
+    def walk(top: str, depth: int) -> None:  # depth-first, children oldest first, without recursion
+        stack = [(kid, depth) for kid in reversed(children.get(top, []))]
+        while stack:
+            run, d = stack.pop()
+            if run.run_id in shown:
+                continue
+            shown.add(run.run_id)
+            rows.append(LineageRow(d, run.run_id, run))
+            stack.extend((kid, d + 1) for kid in reversed(children.get(run.run_id, [])))
+
+    roots = [r for r in by_id.values() if r.run_id in children and r.parent_run_id not in by_id]
+    for r in sorted(roots, key=lambda x: (x.created_at, x.name), reverse=True):
+        shown.add(r.run_id)
+        rows.append(LineageRow(0, r.run_id, r))
+        walk(r.run_id, 1)
+    for pid in sorted(p for p in children if p not in by_id):
+        rows.append(LineageRow(0, pid, None))
+        walk(pid, 1)
+    for r in sorted(by_id.values(), key=lambda x: (x.created_at, x.name)):  # left: runs on a loop, or below one
+        if r.run_id in shown or not r.parent_run_id:
+            continue
+        path: list[str] = []
+        at: str = r.run_id
+        while at in by_id and at not in path and at not in shown:
+            path.append(at)
+            at = by_id[at].parent_run_id
+        if at not in path:  # hangs below a loop already shown (walked there): nothing new
+            continue
+        loop = tuple(reversed(path[path.index(at):]))  # ancestor first: each is re-ranked from the one before
+        shown.update(loop)
+        rows.append(LineageRow(0, loop[0], by_id[loop[0]], cycle=loop))
+        for member in loop:
+            walk(member, 1)
+    return rows
+
+
+def cycle_text(row: LineageRow, width: int = 16) -> str:
+    """A loop of parents in words (ids shortened to ``width`` characters)."""
+    ids = [i[:width] for i in row.cycle]
+    if len(ids) == 1:
+        return (f"run {ids[0]} names itself as the run it was re-ranked from: no re-ranking does that (its sidecar "
+                "file was crafted or edited)")
+    chain = " → ".join([*ids, ids[0]])
+    return (f"{len(ids)} runs are each re-ranked from the one before them, in a loop ({chain}): no re-ranking makes "
+            "a loop (their sidecar files were crafted or edited), so none of them is the first of its line")

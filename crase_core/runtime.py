@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 from typing import cast
 
 from crase_core.backends import ModelBackend, offline_backend
@@ -103,9 +104,16 @@ def _build_engine(config: RuntimeConfig | None, source_filter: SourceFilter | No
         raise InputError(
             f"unknown backend {config.backend!r}; choose one of {', '.join(sorted(BACKEND_FACTORIES))}"
         ) from None
+    if config.recall_calibration:  # a file the user named must be usable: say so before anything runs
+        from crase_core.recall.calibration import load_cached
+
+        got = load_cached(Path(config.recall_calibration))
+        if isinstance(got, InputError):
+            raise got
     source = make_source(config)
     if source_filter is not None and source_filter.active:
         source = source.restricted(source_filter)
     backend = make_backend(config, source)
     cache = ResultCache(os.path.join(config.cache_dir, "results") if config.cache_dir else None) if config.use_cache else None
-    return Engine(source=source, backend=backend, cache=cache, deadline_s=config.deadline_s)
+    return Engine(source=source, backend=backend, cache=cache, deadline_s=config.deadline_s,
+                  recall_calibration=config.recall_calibration)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from crase_core import atomic
 from crase_core.errors import TraceError
 from crase_core.llm.cost_report import uses_model
+from crase_core.ranking.pruning import scorer_rule
 from crase_core.records import (
     AppliedVerdict,
     Budget,
@@ -31,6 +32,7 @@ from crase_core.records import (
     QueryCoverage,
     RankedPaper,
     RankingResult,
+    RecallEstimate,
     SearchHit,
     Seed,
     SubQueryResult,
@@ -38,12 +40,15 @@ from crase_core.records import (
     UserLibrary,
 )
 from crase_core.settings.pipeline import PipelineSettings
+from crase_core.views.terminal import printable
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`.
-TRACE_VERSION = 2
+#: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`. A field added
+#: with a default that means "not recorded" (``recall_estimate``: None) needs no new version: an older trace
+#: without it reads as a run without it, and nothing is filled in for it.
+TRACE_VERSION = 3
 
 #: what a version-1 trace that does not record a knob ran with (the default of that time, "round 3"): five
 #: sub-queries for any planner, the word-overlap scorer's edges judged at 0.15 and pruned at τ, no question seeds,
@@ -96,6 +101,8 @@ class RunTrace:
     applied_verdicts: list[AppliedVerdict] = field(default_factory=list)  # the verdicts that re-ranking applied
     #: what semantic feedback read (model, where from), or why it was off and how to turn it on
     semantic_note: str = ""
+    #: the run's estimate of its own recall@k (None in a trace written before estimates: nothing is guessed for it)
+    recall_estimate: RecallEstimate | None = None
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
@@ -111,18 +118,13 @@ class RunTrace:
                 return e
         raise KeyError((citing, cited))
 
-    def support_threshold(self, e: EdgeRecord) -> float:
-        """The θ edge ``e``'s ✓ marks (``supported``) were read at: its scorer's calibrated threshold, or for a
-        trace from before calibrated support (``support_theta`` None) the θ of :meth:`threshold`."""
-        return e.support_theta if e.support_theta is not None else self.threshold(e)[1]
-
     def threshold(self, e: EdgeRecord) -> tuple[str, float]:
-        """(name, value) of the θ that decided edge ``e``'s s_i: ``("θ", theta)`` for an edge a model scored,
-        ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided (the value the edge
-        records; the settings' when it records none)."""
-        if e.scorer == "model":
-            return "θ", e.theta if e.theta is not None else self.settings.theta
-        return "θ_lexical", e.theta if e.theta is not None else self.settings.theta_lexical
+        """(name, value) of the one θ that decided edge ``e``'s s_i — its ✓ marks and Δ: ``("θ", theta)`` for an
+        edge a model scored, ``("θ_lexical", theta_lexical)`` for one the offline lexical scorer decided
+        (:data:`crase_core.ranking.pruning.SCORERS`; the value the edge records, the settings' when it records
+        none)."""
+        rule = scorer_rule(e.scorer)
+        return rule.theta_label, e.theta if e.theta is not None else rule.theta(self.settings)
 
     @property
     def model_ran(self) -> bool:
@@ -195,11 +197,27 @@ def from_dict(data: object) -> RunTrace:
         raise TraceError(f"not a valid Crase trace: {where}: {first.get('msg')}") from None
     except RecursionError:
         raise TraceError("not a Crase trace (nested too deeply)") from None
-    node_ids = {n.paper.id for n in trace.nodes}
-    for i, r in enumerate(trace.results):
-        if r.paper_id not in node_ids:
-            raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
+    check_graph(trace)
     return trace
+
+
+def check_graph(trace: RunTrace) -> None:
+    """:class:`TraceError` unless the node ids are distinct, every edge joins two of the trace's nodes, no kept
+    edge has a negative weight and every result is a node: what every reader (``crase show``, ``rerank``,
+    ``export``, the app) relies on. :func:`from_dict` checks it, so a loaded trace has passed it."""
+    ids = [n.paper.id for n in trace.nodes]
+    known = set(ids)
+    if len(known) != len(ids):
+        raise TraceError("not a valid Crase trace: two nodes have the same paper id")
+    for i, e in enumerate(trace.edges):
+        if e.citing not in known or e.cited not in known:
+            raise TraceError(f"not a valid Crase trace: edges.{i} ({printable(e.citing)[:200]} → "
+                             f"{printable(e.cited)[:200]}) joins a paper that is not among the nodes")
+        if e.kept and not e.weight >= 0.0:
+            raise TraceError(f"not a valid Crase trace: edges.{i} has a negative weight")
+    for i, r in enumerate(trace.results):
+        if r.paper_id not in known:
+            raise TraceError(f"not a valid Crase trace: results.{i}: paper {r.paper_id!r} is not among the nodes")
 
 
 def migrate(data: dict) -> dict:
@@ -259,8 +277,41 @@ def _fill_covered(data: dict) -> dict:
                               else e for e in edges]}
 
 
+def _v2_to_v3(data: dict) -> dict:
+    """Version 2 → 3, one story per edge and the text matches kept: each edge's ``supported`` becomes the s_i
+    its Δ counted (its ``covered``, read at its own θ; version 2 also ticked claims at a separate calibrated
+    threshold, ``support_theta``, which version 3 does not have), and each node records ``text_match``: kept
+    whatever its edges, as version 2 kept them — a text candidate (role ``text``), or a kept node without any
+    edge (a seed the sparse-pool fill kept) —, and its settings ``text_matches`` 0 (no top text match was kept
+    without an edge then). ``data`` itself is not changed; anything malformed is left for validation to
+    report."""
+    out = {**data, "trace_version": 3}
+    settings = data.get("settings")
+    if isinstance(settings, dict) and "text_matches" not in settings:  # pruning alone decided then
+        out["settings"] = {**settings, "text_matches": 0}
+    edges = data.get("edges")
+    touched: set[object] = set()
+    if isinstance(edges, list):
+        out["edges"] = [_v3_edge(e) if isinstance(e, dict) else e for e in edges]
+        touched = {e.get(end) for e in edges if isinstance(e, dict) for end in ("citing", "cited")}
+    nodes = data.get("nodes")
+    if isinstance(nodes, list):
+        out["nodes"] = [{**n, "text_match": n.get("role") == "text" or (
+            n.get("kept") is True and isinstance(n.get("paper"), dict) and n["paper"].get("id") not in touched)}
+            if isinstance(n, dict) and "text_match" not in n else n for n in nodes]
+    return out
+
+
+def _v3_edge(e: dict) -> dict:
+    """A version-2 edge with ``supported`` = its ``covered`` (what Δ counted) and no ``support_theta``."""
+    out = {k: v for k, v in e.items() if k not in ("covered", "support_theta")}
+    if "covered" in e:
+        out["supported"] = e["covered"]
+    return out
+
+
 #: version → the function that turns a trace of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def save(trace: RunTrace, path: str | Path) -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.trace import ROUND3_DEFAULTS
 
-PINNED: dict[str, Any] = dict(ROUND3_DEFAULTS)
+PINNED: dict[str, Any] = {**ROUND3_DEFAULTS, "text_matches": 0}  # and no top text match kept without an edge
 
 
 def pinned(**changes: Any) -> PipelineSettings:

@@ -116,13 +116,13 @@ def test_pages_after_a_run(app_env):
     assert any(edge.citing in m.value and edge.cited in m.value and m.value.startswith("##### Edge") for m in at.markdown)
     assert any(s.value.startswith("Decision — kept") for s in at.success)
     assert any(m.value.startswith("**Word-overlap support**") and "Not entailment" in m.value for m in at.markdown)
-    # the offline backend's edges are judged at θ_lexical (0.05 by default), ✓ at the scorer's calibrated 0.32,
-    # and the inspector says both
-    assert (edge.scorer, edge.theta, edge.support_theta) == ("offline", 0.05, 0.32)
-    assert edge.decision.endswith("τ_lexical 0.35 at θ_lexical 0.05")
+    # the offline backend's edges are judged at θ_lexical (0.05 by default): ✓ and Δ at that one θ, and the
+    # inspector says so
+    assert (edge.scorer, edge.theta) == ("offline", 0.05)
+    assert edge.decision.endswith("τ_lexical 0 at θ_lexical 0.05")
     assert any(s.value == f"Decision — {md_escape(edge.decision)}" for s in at.success)
-    assert any("Outlined: ≥ 0.32, the scorer's calibrated threshold (✓ supported). Bold: ≥ θ_lexical 0.05, the "
-               "claims Δ counts" in m.value for m in at.markdown)
+    assert any("Outlined: ≥ θ_lexical 0.05 (the threshold of edges the offline word-overlap scorer decided) (✓ "
+               "supported, counted in Δ; ✗ not)." in m.value for m in at.markdown)
     at.session_state["selected"] = {"kind": "node", "id": "h001"}
     at.run()
     assert not at.exception
@@ -183,9 +183,9 @@ def test_audit_verdicts_persist(app_env):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at = _search(at, QUERY)
     trace = at.session_state["trace"]
-    assert (trace.settings.theta_lexical, trace.settings.tau_lexical) == (0.05, 0.35)  # the default prunes
+    assert (trace.settings.theta_lexical, trace.settings.tau_lexical) == (0.05, 0.0)  # the default prunes
     edge = next(e for e in trace.edges if not e.kept)
-    assert edge.decision.endswith("≤ τ_lexical 0.35 at θ_lexical 0.05")
+    assert edge.decision.endswith("≤ τ_lexical 0 at θ_lexical 0.05")
     at.text_input(key="auditor_input").input("Ana")
     at.switch_page("app_pages/1_Evidence_graph.py")
     at.session_state["selected"] = {"kind": "edge", "citing": edge.citing, "cited": edge.cited}

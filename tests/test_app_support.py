@@ -368,18 +368,16 @@ def test_a_click_during_the_prefetch_shows_the_prefetch_build(tmp_path, monkeypa
     assert all(s.message != "an earlier build" for s in steps)
 
 
-def test_claim_marks_tell_supported_from_merely_counted():
+def test_claim_marks_are_the_claims_delta_counts():
     from crase_app.shared import claim_marks
     from crase_core.records import EdgeRecord
 
-    # word overlap: 0.4 ≥ the calibrated 0.32 (✓), 0.1 counts toward Δ at θ_lexical 0.05 only (≈), 0.01 neither
-    lexical = EdgeRecord("u", "v", matrix=[[0.4], [0.1], [0.01]], supported=[True, False, False],
-                         covered=[True, True, False], scorer="offline", theta=0.05, support_theta=0.32)
-    assert claim_marks(lexical) == ["✓", "≈", "✗"]
-    # a model's ✓ is what Δ counts; a trace from before calibrated support records no covered
-    model = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, False], covered=[True, False], scorer="model")
-    old = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, True])
-    assert claim_marks(model) == ["✓", "✗"] and claim_marks(old) == ["✓", "✓"]
+    # word overlap at θ_lexical 0.05: 0.4 and 0.1 reach it (✓, counted in Δ = 2/3), 0.01 not
+    lexical = EdgeRecord("u", "v", matrix=[[0.4], [0.1], [0.01]], supported=[True, True, False], delta=2 / 3,
+                         scorer="offline", theta=0.05)
+    assert claim_marks(lexical) == ["✓", "✓", "✗"]
+    model = EdgeRecord("u", "v", matrix=[[0.8], [0.1]], supported=[True, False], scorer="model")
+    assert claim_marks(model) == ["✓", "✗"]
 
 
 def test_heat_map_cells_and_legend_labels():
@@ -393,12 +391,11 @@ def test_heat_map_cells_and_legend_labels():
                                                                                 "0.33"]
     assert legend_values([0.0, 0.05, 0.32, 1.0]) == [0.0, 0.32, 1.0]
     assert legend_values([0.0, 0.25, 0.5, 1.0]) == [0.0, 0.25, 0.5, 1.0]
-    assert legend_values([0.0, 0.5, 0.55, 1.0]) == [0.0, 0.55, 1.0]  # the calibrated θ (the larger) is kept
+    assert legend_values([0.0, 0.5, 0.55, 1.0]) == [0.0, 0.55, 1.0]  # the larger is kept
     assert legend_values([0.0, 1.0]) == [0.0, 1.0]
     edge = EdgeRecord(citing="a", cited="b", kept=True, delta=0.5, weight=0.5, matrix=[[0.2057, 0.04], [0.5, 0.0]],
-                      supported=[False, True], covered=[True, True], scorer="offline")
-    spec = matrix_chart(edge, 0.05, [("c1", "one"), ("c2", "two")], [("c1", "x"), ("c2", "y")],
-                        support_theta=0.32).to_dict()
+                      supported=[False, True], scorer="offline")
+    spec = matrix_chart(edge, 0.32, [("c1", "one"), ("c2", "two")], [("c1", "x"), ("c2", "y")]).to_dict()
     shown = {(r["row"][:2], r["col"][:2]): r["shown"] for r in spec["datasets"][next(iter(spec["datasets"]))]}
     assert shown == {("c1", "c1"): "0.20", ("c1", "c2"): "0.04", ("c2", "c1"): "0.50", ("c2", "c2"): "0.00"}
     legend = spec["layer"][0]["encoding"]["color"]["legend"]

@@ -28,7 +28,7 @@ def test_query_and_show_round_trip(tmp_path, hepth_source):
     assert any(ln.startswith("Budget: 1 + |V| + |E| =") for ln in lines)
     assert "plan" in r.stderr and "ranking" in r.stderr  # per-stage progress
     data = json.loads(out.read_text())
-    assert data["trace_version"] == 2 and len(data["results"]) == 5
+    assert data["trace_version"] == 3 and len(data["results"]) == 5
     # second run: everything cached
     r2 = crase("query", "superconformal quantum mechanics of multi-black hole moduli spaces", "--k", "5", "--quiet")
     cost = next(ln for ln in r2.stdout.splitlines() if ln.startswith("Cost:"))

@@ -93,7 +93,8 @@ def test_presets_and_explicit_values_win(clean_env, tmp_path):
         "paper", "uniform", 0.15, 0, "ppr")
     assert paper == PipelineSettings.from_preset("paper")
     assert dataclasses.replace(paper, preset="default", personalization="query", alpha=0.5, text_candidates=10,
-                               ranker="salsa", fusion="restart-rrf", L_offline=1, theta_lexical=0.05, tau_lexical=0.35,
+                               ranker="salsa", fusion="restart-rrf", L_offline=1, theta_lexical=0.05, tau_lexical=0.0,
+                               text_matches=3,
                                query_seeds=5,
                                proximity_weight=0.4, proximity_window_weight=0.2, anchor_restart_weight=0.1,
                                text_rank_weight=0.6, text_rank_confidence=0.5,

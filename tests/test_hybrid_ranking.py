@@ -11,9 +11,9 @@ from crase_core.backends import offline_backend
 from crase_core.errors import InputError
 from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.pipeline import Engine, run_query
+from crase_core.ranking.fusion import query_specificity, search_confidence, search_rank_weight
 from crase_core.ranking.trails import seed_reason
 from crase_core.records import PlanResult, SearchHit, Seed, SeedOrigin, SubQueryResult
-from crase_core.retrieval.fusion import query_specificity, search_confidence, search_rank_weight
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.ranking import final_scores, text_floor
 from crase_core.stages.seeding import Seeding, add_query_seeds, search_full_query, search_seeds

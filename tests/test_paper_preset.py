@@ -77,8 +77,8 @@ def test_deltas_ages_weights_and_decisions(trace):
                                           "< 0.75 for all 2 citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
     assert trace.edge(A, B).decision == ("pruned: no citing claim is entailed by a cited claim (entailment (model) "
                                           "< 0.75 for all 1 citing claims); rule: Δ = 0 ≤ τ 0 at θ 0.75")
-    # a model's ✓ is its Eq. 3 at θ: the same claims Δ counts
-    assert all(e.supported == e.covered and e.support_theta == 0.75 for e in trace.edges)
+    # a model's ✓ is its Eq. 3 at θ: the claims Δ counts
+    assert all(e.theta == 0.75 and e.delta == sum(e.supported) / len(e.supported) for e in trace.edges if e.supported)
 
 
 def test_pruning_keeps_every_paper_with_a_kept_edge(trace):

@@ -110,7 +110,9 @@ def test_pruning_every_edge_of_a_seed_prunes_the_seed(pruned_run):
     def kept_edges(pid):
         return [e for e in pruned_run.edges if e.kept and pid in (e.citing, e.cited)]
 
-    seed = min((s for s in pruned_run.seeds if s.fate == "kept"), key=lambda s: len(kept_edges(s.paper_id)))
+    # a seed the question's own search does not rank near the top (those stay by their text match, below)
+    seed = min((s for s in pruned_run.seeds if s.fate == "kept" and not pruned_run.node(s.paper_id).text_match),
+               key=lambda s: len(kept_edges(s.paper_id)))
     mine = kept_edges(seed.paper_id)
     child = apply_verdicts(pruned_run, [EdgeVerdict(e.citing, e.cited, False) for e in mine])
     fate = next(s for s in child.seeds if s.paper_id == seed.paper_id)
@@ -123,6 +125,22 @@ def test_pruning_every_edge_of_a_seed_prunes_the_seed(pruned_run):
     assert seed.paper_id not in {r.paper_id for r in child.results}
     if seed.paper_id in {r.paper_id for r in pruned_run.results}:
         assert any(c.paper_id == seed.paper_id and c.after is None for c in rank_changes(pruned_run, child))
+
+
+def test_pruning_every_edge_of_a_top_text_match_keeps_it_by_its_text_match(pruned_run):
+    """The strongest text matches are never lost (issue 30): an auditor's verdicts prune its edges, not the paper."""
+    top = next(s for s in pruned_run.seeds if pruned_run.node(s.paper_id).text_match and s.fate == "kept")
+    mine = [e for e in pruned_run.edges if e.kept and top.paper_id in (e.citing, e.cited)]
+    assert mine
+    child = apply_verdicts(pruned_run, [EdgeVerdict(e.citing, e.cited, False) for e in mine])
+    fate = next(s for s in child.seeds if s.paper_id == top.paper_id)
+    rank = next(h.relevance_rank for h in pruned_run.query_hits if h.paper_id == top.paper_id)
+    degree = sum(top.paper_id in (e.citing, e.cited) for e in pruned_run.edges)
+    assert (fate.fate, fate.fate_reason) == ("kept", f"kept by its text match (#{rank} of the question's own search): "
+                                                     f"all {degree} of its edges were pruned")
+    assert child.node(top.paper_id).kept
+    result = next((r for r in child.results if r.paper_id == top.paper_id), None)
+    assert result is not None and "kept by its text match" in result.reason
 
 
 def test_parse_edge_reads_ids_with_colons_and_refuses_the_rest():

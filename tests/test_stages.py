@@ -130,9 +130,7 @@ def test_prune_graph_by_hand():
     expansion, matrices, seeds = _hand_graph()
     pruning = prune_graph(expansion, matrices, seeds, HAND, reference_year=2020, scorers={})
     xs = next(e for e in pruning.edges if e.citing == "x")
-    assert xs.covered == [True, False] and xs.delta == 0.5 and xs.kept and xs.rule == "delta-above-tau"
-    # ✓ at the word-overlap scorer's calibrated 0.32, whatever θ_lexical says: 0.9 yes, 0.3 no
-    assert xs.supported == [True, False] and xs.support_theta == 0.32
+    assert xs.supported == [True, False] and xs.delta == 0.5 and xs.kept and xs.rule == "delta-above-tau"
     assert (xs.scorer, xs.theta) == ("offline", 0.75)
     assert xs.decision == ("kept: 1 of 2 citing claims shares enough words with a cited claim (word-overlap support "
                            "≥ 0.75); rule: Δ = 0.5 > τ_lexical 0 at θ_lexical 0.75")
@@ -150,8 +148,8 @@ def test_prune_graph_by_hand():
         ("kept", "kept: 1 of 2 edges kept"), ("pruned", "pruned: no references or citers inside the graph")]
 
 
-def test_default_prunes_word_overlap_edges_where_at_most_a_third_of_the_claims_share_words():
-    """The default (θ_lexical 0.05, τ_lexical 0.35) on a hand graph: seeds s and z; a and b cite s, z and c cite
+def test_default_prunes_word_overlap_edges_where_no_claim_shares_words():
+    """The default (θ_lexical 0.05, τ_lexical 0) on a hand graph: seeds s and z; a and b cite s, z and c cite
     each other. Row maxima: a→s 0.40 / 0.06 / 0.03, b→s 0.04 / 0.10 / 0.02 / 0, z→c 0.04 / 0.01, c→z 0.049."""
     papers = {p.id: p for p in (_paper("s", 2016), _paper("z", 2010), _paper("a", 2018), _paper("b", 2019),
                                 _paper("c", 2019))}
@@ -166,26 +164,26 @@ def test_default_prunes_word_overlap_edges_where_at_most_a_third_of_the_claims_s
                           reference_year=2020, scorers={})
     e = {(x.citing, x.cited): x for x in pruning.edges}
     a_s, b_s, z_c, c_z = e[("a", "s")], e[("b", "s")], e[("z", "c")], e[("c", "z")]
-    # Δ counts the claims reaching θ_lexical 0.05; ✓ only the claims reaching the calibrated 0.32
-    assert (a_s.covered, a_s.supported, a_s.delta) == ([True, True, False], [True, False, False], 2 / 3)
+    # ✓ are the claims reaching θ_lexical 0.05, and Δ is their share
+    assert (a_s.supported, a_s.delta) == ([True, True, False], 2 / 3)
     assert a_s.kept and a_s.weight == pytest.approx(2 / 3 * 4 ** -0.5)
     assert a_s.decision == ("kept: 2 of 3 citing claims share enough words with a cited claim (word-overlap support "
-                            "≥ 0.05); rule: Δ = 0.667 > τ_lexical 0.35 at θ_lexical 0.05")
-    assert (b_s.covered, b_s.supported, b_s.delta, b_s.kept) == ([False, True, False, False], [False] * 4, 0.25, False)
-    assert b_s.decision == ("pruned: only 1 of 4 citing claims shares enough words with a cited claim (word-overlap "
-                            "support ≥ 0.05); rule: Δ = 0.25 ≤ τ_lexical 0.35 at θ_lexical 0.05")
+                            "≥ 0.05); rule: Δ = 0.667 > τ_lexical 0 at θ_lexical 0.05")
+    assert (b_s.supported, b_s.delta, b_s.kept) == ([False, True, False, False], 0.25, True)
+    assert b_s.weight == pytest.approx(0.25 * 4 ** -0.5)
+    assert b_s.decision == ("kept: 1 of 4 citing claims shares enough words with a cited claim (word-overlap "
+                            "support ≥ 0.05); rule: Δ = 0.25 > τ_lexical 0 at θ_lexical 0.05")
     assert (z_c.delta, z_c.kept, c_z.delta, c_z.kept) == (0.0, False, 0.0, False)
     assert z_c.decision == ("pruned: no citing claim shares enough words with a cited claim (word-overlap support "
-                            "< 0.05 for all 2 citing claims); rule: Δ = 0 ≤ τ_lexical 0.35 at θ_lexical 0.05")
-    assert {x.rule for x in (b_s, z_c, c_z)} == {"delta-at-most-tau"} and a_s.rule == "delta-above-tau"
-    assert all((x.theta, x.support_theta, x.weight) == (0.05, 0.32, 0.0) for x in (b_s, z_c, c_z))
-    assert pruning.alive == {"a", "s"}
+                            "< 0.05 for all 2 citing claims); rule: Δ = 0 ≤ τ_lexical 0 at θ_lexical 0.05")
+    assert {x.rule for x in (z_c, c_z)} == {"delta-at-most-tau"} and {a_s.rule, b_s.rule} == {"delta-above-tau"}
+    assert all((x.theta, x.weight) == (0.05, 0.0) for x in (z_c, c_z))
+    assert pruning.alive == {"a", "b", "s"}
     nodes = {n.paper.id: n for n in pruning.nodes}
-    assert nodes["b"].prune_reason == "isolated: all 1 of its edges were pruned"
     assert nodes["c"].prune_reason == "isolated: all 2 of its edges were pruned"
     # the seed z loses both its edges: it is pruned, and says why
     assert [(s.fate, s.fate_reason) for s in seeds] == [
-        ("kept", "kept: 1 of 2 edges kept"), ("pruned", "pruned: all 2 of its edges were pruned (Δ ≤ τ)")]
+        ("kept", "kept: 2 of 2 edges kept"), ("pruned", "pruned: all 2 of its edges were pruned (Δ ≤ τ)")]
     assert nodes["z"].display_role == "seed_pruned"
 
 

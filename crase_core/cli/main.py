@@ -77,6 +77,7 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     titles, authors and reasons have their TeX rendered as plain Unicode first (:func:`crase_core.views.tex.to_plain`).
     """
     from crase_core.llm.cost_report import budget_summary, cost_summary
+    from crase_core.recall.estimate import summary_lines
     from crase_core.views.score_words import why_line
     from crase_core.views.tex import to_plain
 
@@ -106,8 +107,11 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
     c = trace.stage_counts()
     b = trace.budget
     ct = trace.counters
+    lines.append("")
+    for i, line in enumerate(summary_lines(trace.recall_estimate)):  # the run's estimate of its own recall
+        lines.append(textwrap.fill(printable(line), width=width, initial_indent="Recall: " if i == 0 else " " * 8,
+                                   subsequent_indent=" " * 8, break_on_hyphens=False, break_long_words=False))
     lines += [
-        "",
         f"Stages: {c['subqueries']} sub-queries → {c['seeds']} seeds ({c['seeds_kept']} kept) → "
         f"|V| {c['nodes']} / |E| {c['edges']} → kept {c['nodes_kept']} nodes / {c['edges_kept']} edges → "
         f"{c['results']} results",
@@ -229,7 +233,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(format_trace(trace, args.k))
     if args.edges:
-        print("\nEdges (citing → cited: scorer, Δ, citing claims supported at the scorer's own threshold; decision):")
+        print("\nEdges (citing → cited: scorer, Δ = the share of citing claims supported at the edge's θ; decision):")
         for e in trace.edges:
             print(printable(f"  {e.citing} → {e.cited}: {edge_summary(trace, e)}; {e.decision}"))
     return 0
@@ -237,13 +241,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from crase_core import trace as trace_io
-    from crase_core.atomic import check_writable
+    from crase_core.atomic import check_writable, same_file
     from crase_core.audit.rerank import EdgeVerdict, apply_verdicts, parse_edge, rank_changes
 
-    check_writable(args.json)
-    if args.json.exists() and args.trace.exists() and os.path.samefile(args.json, args.trace):
+    if same_file(args.json, args.trace):
         raise InputError(f"--json {args.json} is the run being re-ranked; write the new run to another file "
                          "(the parent run is kept as it is)")
+    check_writable(args.json)
     trace = trace_io.load(args.trace)
     edges = [(e.citing, e.cited) for e in trace.edges]
     verdicts = [EdgeVerdict(*parse_edge(text, edges), keep=False, note="crase rerank --prune") for text in args.prune]
@@ -267,21 +271,29 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
-    """``[word-overlap support] Δ 0.6, 1 of 5 supported (≥ 0.32)``: who scored the edge, its Δ and its ✓ claims."""
-    from crase_core.ranking.affinity import score_name
+    """``[word-overlap support] Δ 0.6, 3 of 5 supported (≥ θ_lexical 0.05)``: who scored the edge, its Δ and its ✓
+    claims, at the one θ that decided it (Δ is their share)."""
+    from crase_core.ranking.pruning import score_name
 
+    theta_name, theta = trace.threshold(e)
     return (f"[{score_name(e.scorer)}] Δ {e.delta:.3g}, {sum(e.supported)} of {len(e.supported)} supported "
-            f"(≥ {trace.support_threshold(e):g})")
+            f"(≥ {theta_name} {theta:g})")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from crase_core import atomic
     from crase_core import trace as trace_io
-    from crase_core.atomic import check_writable
+    from crase_core.atomic import check_writable, same_file
+    from crase_core.views.export import check_html_trace, check_html_trace_file
     from crase_core.views.html_export import to_html
 
+    if same_file(args.out, args.trace):
+        raise InputError(f"--out {args.out} is the run being exported; write the page to another file "
+                         "(the run is kept as it is)")
     check_writable(args.out)
+    check_html_trace_file(args.trace)  # a huge trace is refused before it is read
     trace = trace_io.load(args.trace)
+    check_html_trace(trace)
     path = atomic.write_text(args.out, to_html(trace))
     print(f"Wrote {path} (open it in a browser; it needs no server and no network)")
     return 0
@@ -296,7 +308,7 @@ COMMANDS: dict[str, str] = {
               "recomputed)",
     "export": "write a saved run as one self-contained HTML file (graph, list, evidence)",
     "eval": "measure retrieval quality on a benchmark (Recall@K, MAP@K)",
-    "bench": "make benchmark files for crase eval",
+    "bench": "make benchmark files for crase eval; calibrate the recall estimate",
     "corpus": "build, grow or check a local corpus's on-disk store",
 }
 

@@ -13,12 +13,15 @@ exits with status 3.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from crase_core import atomic
 from crase_core.errors import InputError
 from crase_core.evaluation.harness import CORRUPTIONS, EvalJob, run_eval
 from crase_core.evaluation.methods import METHODS
@@ -89,6 +92,28 @@ def _job_from_args(args: argparse.Namespace) -> EvalJob:
     )
 
 
+@contextlib.contextmanager
+def _report_kept(out: Path) -> Iterator[None]:
+    """A report that cannot be written (full disk, file-size limit) is one line saying the results are kept."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(f"{e}; the results are kept in {out}: make room (free disk "
+                         "space, lift a file-size limit) and rerun the same command to write the report (nothing is "
+                         "computed again)") from None
+
+
+def _recall_sections(job: EvalJob, out: Path) -> list[tuple[str, str]]:
+    """The report's recall-estimate sections for a run of the default (:mod:`.recall_calibration`)."""
+    if job.method != "crase" or job.corrupt_seeds:
+        return []
+    from crase_core.evaluation.benchmark import load_benchmark
+    from crase_core.evaluation.recall_calibration import eval_sections
+
+    kinds = {q.qid: str(q.extra["kind"]) for q in load_benchmark(job.bench, job.limit) if q.extra.get("kind")}
+    return eval_sections(out, Path(job.bench).name, run_rows(out), kinds)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     check_workers(args.workers)
     if args.limit is not None and args.limit < 1:
@@ -101,13 +126,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             folder = out / label.replace("=", "-")
             summary = run_eval(replace(variant, out=str(folder)), fresh=args.fresh)
             runs.append(RunSummary(label, summary, str(folder)))
-        path = write_report(out, runs, title=f"Ablation: {args.ablation} — {ABLATIONS[args.ablation]}")
-        (out / "ablation.json").write_text(json.dumps({r.label: r.summary for r in runs}, indent=2), encoding="utf-8")
+        with _report_kept(out):
+            path = write_report(out, runs, title=f"Ablation: {args.ablation} — {ABLATIONS[args.ablation]}")
+            atomic.write_text(out / "ablation.json", json.dumps({r.label: r.summary for r in runs}, indent=2))
     else:
         summary = run_eval(job, fresh=args.fresh)
         label = job.method + (f" ({job.corrupt_seeds} seeds)" if job.corrupt_seeds else "")
         runs = [RunSummary(label, summary, str(out))]
-        path = write_report(out, runs, title=f"crase eval: {label}")
+        with _report_kept(out):
+            path = write_report(out, runs, title=f"crase eval: {label}", sections=_recall_sections(job, out))
     for r in runs:
         s = r.summary
         errors = f", {s['errors']} errored" if s.get("errors") else ""

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crase_core import atomic
 from crase_core.cache import stable_hash
 from crase_core.errors import CraseError, InputError
 from crase_core.evaluation.benchmark import BenchQuery, load_benchmark, query_filter
@@ -184,13 +185,20 @@ def _journal_pin(path: Path) -> Any:
     return head["pin"] if isinstance(head, dict) and "pin" in head else None
 
 
+def _unwritable(journal: Path, e: OSError, done: int) -> InputError:
+    """The one line for a journal that cannot be written (read-only, full disk, file-size limit)."""
+    return InputError(f"cannot write {journal}: {e.strerror or e}; what was done is kept ({done:,} queries): make "
+                      "room (free disk space, lift a file-size limit, make the folder writable) and rerun the same "
+                      "command to resume")
+
+
 def _drop_torn_tail(path: Path) -> None:
     """Cut a half-written last line (a crash mid-write) so that new rows start on a fresh line."""
     if not path.is_file():
         return
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
+        os.truncate(path, data.rfind(b"\n") + 1)  # in place: the lines before are never rewritten
 
 
 def _median(values: Iterable[float | int | None]) -> float | None:
@@ -330,6 +338,10 @@ def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], Non
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create the --out folder {out}: {e.strerror or e}") from None
+    try:
+        atomic.check_writable(out / RUN_FILE)  # a read-only folder is said now, before any query runs
+    except InputError as e:
+        raise InputError(f"{e}: the --out folder must be writable (its results so far are kept as they are)") from None
     with _exclusive(out):
         return _run_locked(job, queries, out, fresh, progress)
 
@@ -355,13 +367,21 @@ def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
     t_start = time.perf_counter()
     workers = max(1, min(job.workers, len(todo)))
     interrupted = False
-    if _journal_pin(journal) is None:  # a new journal (or one whose first line never got written)
-        journal.write_text(_json_line({"pin": fp}), encoding="utf-8")
-    _drop_torn_tail(journal)
-    with open(journal, "a", encoding="utf-8") as f:
+    try:
+        if _journal_pin(journal) is None:  # a new journal (or one whose first line never got written)
+            journal.write_text(_json_line({"pin": fp}), encoding="utf-8")
+        _drop_torn_tail(journal)
+        f = open(journal, "ab", buffering=0)  # noqa: SIM115 (closed below, after the queries)
+    except OSError as e:
+        raise _unwritable(journal, e, len(done_rows)) from None
+    with f:
         def record(row: dict[str, Any], i: int) -> None:
-            f.write(_json_line(row))
-            f.flush()
+            try:  # unbuffered: a failed write leaves nothing behind to fail again when the file is closed
+                line = memoryview(_json_line(row).encode("utf-8"))
+                while line:
+                    line = line[f.write(line) or 0 :]
+            except OSError as e:  # a full disk, a file-size limit: the rows before are kept (a torn line is cut)
+                raise _unwritable(journal, e, len(done_rows)) from None
             done_rows[row["qid"]] = row
             el = time.perf_counter() - t_start
             eta = el / i * (len(todo) - i)
@@ -391,7 +411,11 @@ def _run_locked(job: EvalJob, queries: list[BenchQuery], out: Path, fresh: bool,
     summary = summarize(rows, {"method": job.method, "bench": os.path.basename(job.bench),
                                "age_reference": job.age_reference, "corrupt_seeds": job.corrupt_seeds,
                                "settings": asdict(job.settings), "complete": len(rows) == len(queries)})
-    path = write_run(out, fp, summary, rows, rankings=job.rankings)
+    try:
+        path = write_run(out, fp, summary, rows, rankings=job.rankings)
+    except InputError as e:
+        raise InputError(f"{e}; the {len(rows)} rows done are kept in {journal}: make room (free disk space, "
+                         "lift a file-size limit) and rerun the same command to write the run file") from None
     for name in (JOURNAL, *LEGACY_FILES):  # folded into the run file (a folder of the older form too)
         (out / name).unlink(missing_ok=True)
     if interrupted:

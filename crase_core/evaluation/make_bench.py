@@ -134,8 +134,8 @@ def cmd_bench_make(args: argparse.Namespace) -> int:
 
 
 def add_bench_parser(sub: Any) -> None:
-    """Register ``crase bench make`` on the ``crase`` sub-parsers."""
-    b = sub.add_parser("bench", help="make benchmark files for crase eval")
+    """Register ``crase bench make`` and ``crase bench calibrate`` on the ``crase`` sub-parsers."""
+    b = sub.add_parser("bench", help="make benchmark files for crase eval; calibrate the recall estimate")
     bsub = b.add_subparsers(dest="bench_command", required=True)
     m = bsub.add_parser("make", help="a refs-style benchmark from any corpus (a paper's title is the query, its "
                         "in-corpus references are the ground truth)", description=__doc__,
@@ -149,3 +149,6 @@ def add_bench_parser(sub: Any) -> None:
     m.add_argument("--since", default=None, help="only papers published in or after this year or month (2002, 2002-06)")
     m.add_argument("--seed", type=int, default=0, help="which deterministic sample (default: 0)")
     m.set_defaults(func=cmd_bench_make)
+    from crase_core.evaluation.recall_calibration import add_calibrate_parser
+
+    add_calibrate_parser(bsub)

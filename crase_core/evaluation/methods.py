@@ -52,10 +52,10 @@ class MethodOutput:
     trace: RunTrace | None = None
 
 
-def trace_stats(trace: RunTrace) -> dict[str, Any]:
-    """|V|, |E|, kept counts, seeds, citing claims (per edge) and those supported, model calls, cache hits and
-    warnings of one run."""
-    return {
+def trace_stats(trace: RunTrace, recall: bool = True) -> dict[str, Any]:
+    """|V|, |E|, kept counts, seeds, citing claims (per edge) and those supported, model calls, cache hits,
+    warnings and (``recall``) the recall estimate (:func:`recall_stats`) of one run."""
+    return {**(recall_stats(trace) if recall else {}),
         "n_nodes": len(trace.nodes),
         "n_edges": len(trace.edges),
         "n_kept_nodes": sum(n.kept for n in trace.nodes),
@@ -72,6 +72,23 @@ def trace_stats(trace: RunTrace) -> dict[str, Any]:
         "warnings": list(trace.warnings),
         "semantic_feedback": trace.semantic_feedback,
     }
+
+
+def recall_stats(trace: RunTrace) -> dict[str, Any]:
+    """The run's recall estimate as eval row fields: ``estimated_recall@K`` and ``estimated_recall@K_interval``
+    ([lo, hi]) where it has one, ``recall_note`` where not or with a caveat; ``recall_features`` (what
+    ``crase bench calibrate`` fits on), ``recall_group`` and ``recall_source`` (the corpus) always."""
+    est = trace.recall_estimate
+    if est is None:
+        return {}
+    out: dict[str, Any] = {"recall_features": dict(est.features), "recall_group": est.group,
+                           "recall_source": trace.source}
+    if est.estimate is not None and est.low is not None and est.high is not None:
+        out[f"estimated_recall@{est.k}"] = est.estimate
+        out[f"estimated_recall@{est.k}_interval"] = [est.low, est.high]
+    if est.note:
+        out["recall_note"] = est.note
+    return out
 
 
 def graph_in_degree(trace: RunTrace) -> dict[str, int]:
@@ -149,7 +166,7 @@ def run_method(method: str, q: BenchQuery, engine: Engine, settings: PipelineSet
             ranked = citation_ranking(trace)
         else:
             ranked = recency_ranking(trace)
-        out = MethodOutput(ranked[:k], trace_stats(trace), trace)
+        out = MethodOutput(ranked[:k], trace_stats(trace, recall=method == "crase"), trace)
         if method == "ppr-unpruned":
             out.stats.update({"ppr_alpha": PAPER_ALPHA, "ppr_restart": "uniform over the seeds",
                               "ppr_weights": "1 on every edge of E"})

@@ -9,11 +9,14 @@ text is rendered.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crase_core import atomic
+from crase_core.errors import InputError
 from crase_core.evaluation.metrics import KS
 from crase_core.evaluation.run_file import read_run
 from crase_core.evaluation.significance import bootstrap_interval, paired_permutation_test
@@ -96,7 +99,7 @@ def _plots(folder: Path, runs: Sequence[RunSummary], ks: Sequence[int]) -> list[
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(folder / fname, dpi=110)
+        _save_figure(fig, folder / fname)
         plt.close(fig)
         made.append(fname)
     labels = [r.label for r in runs]
@@ -113,10 +116,17 @@ def _plots(folder: Path, runs: Sequence[RunSummary], ks: Sequence[int]) -> list[
         ax.set_title("Hub degree of the returned papers")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(folder / "hub_degree.png", dpi=110)
+        _save_figure(fig, folder / "hub_degree.png")
         plt.close(fig)
         made.append("hub_degree.png")
     return made
+
+
+def _save_figure(fig: Any, path: Path) -> None:
+    """``fig`` as a PNG at ``path``, written atomically (a full disk leaves the old file or none, never a cut one)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    atomic.write_bytes(path, buf.getvalue())
 
 
 def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "Crase evaluation",
@@ -127,7 +137,10 @@ def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "C
     ``sections``: extra (heading, markdown) pairs placed before the plots (e.g. :func:`kind_table`).
     """
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create {out}: {e.strerror or e}") from None
     images = _plots(out, runs, ks) if plots else []
     bench = {r.summary.get("job", {}).get("bench", "") for r in runs} - {""}
     parts = [f"# {_md_escape(title)}", ""]
@@ -144,9 +157,7 @@ def write_report(folder: str | Path, runs: Sequence[RunSummary], title: str = "C
         parts += [f"## {_md_escape(heading)}", "", body, ""]
     if images:
         parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
-    path = out / "report.md"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return atomic.write_text(out / "report.md", "\n".join(parts))
 
 
 # ---- by kind, with intervals and paired tests ------------------------------------------------------------

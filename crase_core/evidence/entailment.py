@@ -13,8 +13,9 @@ informative vocabulary that cited claim j contains,
 (T = set of content stems, idf from the corpus): 0.3 means the cited claim
 holds words carrying 30% of the citing claim's IDF weight. It cannot tell
 support from contradiction or from mere topical overlap; its name says so.
-:data:`WORD_OVERLAP_SUPPORT_THETA` is its calibrated threshold for "supported"
-(how it was measured: :mod:`crase_core.evaluation.scifact`).
+:data:`WORD_OVERLAP_SUPPORT_THETA` is the share that best separates SciFact's supporting pairs
+(:mod:`crase_core.evaluation.scifact`); the pipeline reads its edges at one threshold, θ_lexical
+(:data:`crase_core.ranking.pruning.SCORERS`), for ✓ and Δ alike.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def validate_matrix(matrix: object, n_u: int, n_v: int) -> list[list[float]]:
     return out
 
 
-#: the word-overlap scorer's calibrated threshold for "supported": a citing claim is supported when some cited
-#: claim scores at least this (the F1-maximising threshold on SciFact, :func:`~crase_core.evaluation.scifact.calibrate`).
+#: the word-overlap scorer's F1-maximising threshold for "supported" on SciFact's claim–abstract pairs
+#: (:func:`~crase_core.evaluation.scifact.calibrate`; benchmarks/eval_scifact.py). A measurement of the scorer: runs
+#: read their edges at θ_lexical (crase_core.ranking.pruning), tuned on the dev sets.
 WORD_OVERLAP_SUPPORT_THETA = 0.32
 #: what the offline scorer's numbers are called wherever they are shown (never "entailment").
 WORD_OVERLAP_NAME = "word-overlap support"
@@ -72,7 +74,7 @@ class LexicalSupportScorer:
     Offline, deterministic, no model. See the module docstring for the formula and for what it cannot
     do. ``r0`` (with ``k``) maps the share through the logistic ``1 / (1 + exp(−k (r − r0)))`` instead
     (identity ``lexical-support/v1``, the scale of earlier measurements); by default M_ij is the share
-    itself (``word-overlap/v2``), read at :data:`WORD_OVERLAP_SUPPORT_THETA`.
+    itself (``word-overlap/v2``).
     """
 
     def __init__(self, idf: Callable[[str], float], r0: float | None = None, k: float = 30.0):

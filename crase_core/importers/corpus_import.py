@@ -44,6 +44,7 @@ from crase_core.importers.openalex import convert_openalex
 from crase_core.importers.s2 import convert_s2
 from crase_core.store import citation_contexts, corpus_store
 from crase_core.store.corpus import find_file, fingerprint
+from crase_core.store.corpus_folder import os_reason
 from crase_core.store.corpus_store import BuildStep
 from crase_core.store.corpus_validation import ValidationReport
 from crase_core.store.textindex import index_folder
@@ -121,8 +122,8 @@ def _check_dest(dest: Path) -> None:
 def import_corpus(src: Path, dest: Path, fmt: str, *, workers: int = 1, progress: Progress = _no_progress,
                   manifest: bool = True) -> ImportResult:
     """Import SRC (format ``fmt``) into the new corpus folder DEST and build its store (module docstring).
-    :class:`CorpusError` for unusable input (nothing is left behind); OSError when DEST or the cache cannot
-    be written."""
+    :class:`CorpusError` for unusable input and when DEST or the cache cannot be written (a read-only folder, a
+    full disk): nothing is left behind."""
     start = time.perf_counter()
     src, dest = Path(src), Path(dest)
     if fmt not in FORMATS:
@@ -130,7 +131,21 @@ def import_corpus(src: Path, dest: Path, fmt: str, *, workers: int = 1, progress
     if not src.exists():
         raise CorpusError(f"{src} does not exist")
     _check_dest(dest)
-    tmp = atomic.temp_dir_beside(dest)
+    try:
+        return _import(src, dest, fmt, workers, progress, manifest, start)
+    except OSError as e:  # a read-only parent folder, a full disk, the cache unusable: one line, nothing left
+        raise CorpusError(f"cannot import into {dest}: {os_reason(e)}; nothing was written (make room, or choose a "
+                          "folder you can write, and run the import again)") from None
+
+
+def _import(src: Path, dest: Path, fmt: str, workers: int, progress: Progress, manifest: bool,
+            start: float) -> ImportResult:
+    """:func:`import_corpus` once its arguments are checked; OSError when a file cannot be written."""
+    try:
+        tmp = atomic.temp_dir_beside(dest)
+    except OSError as e:
+        raise CorpusError(f"cannot import into {dest}: {e.strerror or e}: its folder {dest.parent} must be writable "
+                          "(the import builds the corpus there and renames it when done); nothing was written") from None
     try:
         work = tmp / ".work"
         work.mkdir()

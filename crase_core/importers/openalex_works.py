@@ -122,7 +122,11 @@ def arxiv_of(work: Mapping[str, Any], doi: str = "") -> str:
     return ""
 
 
-def _authors(work: Mapping[str, Any]) -> tuple[str, ...]:
+def authors_of(work: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of ``authorships[].author.display_name`` (else ``raw_author_name``), in order, at most 1,000;
+    an ``authorships`` that is not a list (a number, ``true``, null) or entries that are not objects give no
+    name, never an exception. Shared by the importer and the live source
+    (:func:`crase_core.sources.openalex.paper_from_work`)."""
     out: list[str] = []
     ships = work.get("authorships")
     for a in ships[:1000] if isinstance(ships, list) else []:
@@ -233,7 +237,7 @@ def parse_work(work: object) -> WorkRecord | None:
         abstract=abstract_text(work.get("abstract_inverted_index")),
         year=year if isinstance(year, int | str) and not isinstance(year, bool) else None,
         date=date if isinstance(date, str) else None,
-        authors=_authors(work),
+        authors=authors_of(work),
         venue=_venue(work),
         doi=doi,
         arxiv=arxiv_of(work, doi),

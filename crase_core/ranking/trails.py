@@ -108,30 +108,43 @@ def trail_reason(trail: Sequence[TrailStep], titles: Mapping[str, str]) -> str:
     return f"{len(trail)} steps: " + " ".join(parts)
 
 
-def text_candidate_reason(text_rank: int, query_restart: bool = True) -> str:
-    """A text candidate's reason (a full-query hit no trail from a kept seed reaches).
+def text_kept_note(text_rank: int) -> str:
+    """What keeps a paper without a kept citation edge in the ranking: its text match."""
+    return (f"kept by its text match (#{text_rank} of the question's own search) although no citation edge of "
+            "it was kept")
+
+
+def text_candidate_reason(text_rank: int, query_restart: bool = True, edgeless: bool = False) -> str:
+    """A text candidate's reason (a full-query hit no trail from a kept seed reaches); ``edgeless``: it has no
+    kept citation edge, so its text match alone keeps it.
 
     Under the query restart its score is its restart mass; under a seed restart it has none, so the
     reason says it is ranked only by what the walk brings it.
     """
     how = ("scored by its full-query text relevance (the query restart and rank fusion)" if query_restart
            else "the seed restart gives it no mass, so only citations from the graph can score it")
-    return f"text match #{text_rank} for the full query (a text candidate the expansion did not reach; {how})"
+    what = ("kept by its text match although no citation edge of it was kept" if edgeless
+            else "a text candidate no trail from a kept seed reaches")
+    return f"text match #{text_rank} for the full query ({what}; {how})"
 
 
 def explain(paper_id: str, trail: list[TrailStep] | None, seed: Seed | None, text_rank: int | None,
-            titles: Mapping[str, str], query_restart: bool = True) -> tuple[str, str | None, list[TrailStep]]:
+            titles: Mapping[str, str], query_restart: bool = True,
+            edgeless: bool = False) -> tuple[str, str | None, list[TrailStep]]:
     """(reason, the seed the trail starts from, trail) of one ranked paper.
 
     A seed explains itself (empty trail); a text candidate without a trail by its full-query rank
     (``text_rank``, None when it is not one); any other paper by its trail, or as reached only
     through the walk's restarts when no trail reaches it. ``query_restart``: whether the walk restarts
-    by full-query relevance (personalization ``query``).
+    by full-query relevance (personalization ``query``). ``edgeless``: the paper has no kept citation edge,
+    so a paper with a ``text_rank`` is there by its text match alone, and the reason says so.
     """
     if seed is not None:
+        if edgeless and text_rank is not None:
+            return f"{text_kept_note(text_rank)}; {seed_reason(seed)}", paper_id, []
         return seed_reason(seed), paper_id, []
     if text_rank is not None and not trail:
-        return text_candidate_reason(text_rank, query_restart), None, []
+        return text_candidate_reason(text_rank, query_restart, edgeless), None, []
     if trail:
         return trail_reason(trail, titles), trail[0].source, trail
     return RESTART_ONLY_REASON, None, []

@@ -116,9 +116,8 @@ def candidate_files(folder: Path | None, name: str, fingerprint: str) -> list[Pa
 def embed_hint(folder: Path | None) -> str:
     """How to turn semantic feedback on for the corpus in ``folder`` (None: the embedded corpus)."""
     where = _where(folder)
-    return (f"turn it on with `crase corpus embed{where} --base-url URL --model NAME` (any OpenAI-compatible "
-            f"embeddings endpoint; or --minilm instead of --base-url and --model: the bundled {MODEL_NAME}, "
-            "with the dense extra)")
+    return (f"turn it on with `crase corpus embed{where}` ({MODEL_NAME} on this machine; or an OpenAI-compatible "
+            "embeddings endpoint with --base-url URL --model NAME)")
 
 
 def find_embeddings(folder: Path | None, name: str, fingerprint: str, rows: int, *, fresh: bool = False) -> Lookup:
@@ -183,6 +182,8 @@ def rewrite_hint(folder: Path | None, path: Path) -> str:
            f"{shlex.quote(m.model)}") if m is not None else "--base-url URL --model NAME (or --minilm)"
     if path.parent == embeddings_dir():
         return f"reinstall Crase to restore the shipped file, or write new ones with `crase corpus embed{where} {how}`"
+    if path.is_dir():  # nothing is written over a directory: it goes first
+        return f"remove that directory, then write them again with `crase corpus embed{where} {how}`"
     return f"write them again with `crase corpus embed{where} {how}`"
 
 

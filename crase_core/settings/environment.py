@@ -25,6 +25,9 @@ PROMPTS_DIR = "CRASE_PROMPTS_DIR"
 BASE_URL = "CRASE_BASE_URL"
 MODEL = "CRASE_MODEL"
 SETTINGS_FILE = "CRASE_SETTINGS"
+#: another all-MiniLM-L6-v2 ONNX file for the on-device model, and its SHA-256 (crase_core.encoder)
+MINILM_ONNX = "CRASE_MINILM_ONNX"
+MINILM_ONNX_SHA256 = "CRASE_MINILM_ONNX_SHA256"
 #: variables holding the model endpoint's key, first set wins (bound to the operator's default endpoint).
 LLM_KEYS = ("CRASE_API_KEY", "OPENAI_API_KEY")
 #: variables holding the Semantic Scholar key, first set wins (bound to the configured Graph API root).
@@ -76,3 +79,11 @@ def prompts_folder(shipped: Path) -> Path:
     """Prompt files: ``$CRASE_PROMPTS_DIR``, else the shipped ones."""
     env = get(PROMPTS_DIR)
     return Path(env) if env else shipped
+
+
+def minilm_onnx_override() -> tuple[Path | None, str | None]:
+    """Another all-MiniLM-L6-v2 ONNX file for the on-device model (``$CRASE_MINILM_ONNX``) and the SHA-256 the
+    user vouches for (``$CRASE_MINILM_ONNX_SHA256``, lower-cased); (None, None) when unset."""
+    path = get(MINILM_ONNX)
+    sha = get(MINILM_ONNX_SHA256)
+    return (Path(path) if path else None), (sha.lower() if sha else None)

@@ -70,7 +70,7 @@ STAGES: dict[str, tuple[str, ...]] = {
                "semantic_feedback_weight", "semantic_feedback_scope", "feedback_docs", "feedback_terms",
                "feedback_weight", "anchor_weight"),
     "expansion": ("hops", "neighbor_cap", "text_candidates"),
-    "evidence": ("theta", "theta_lexical", "tau", "tau_lexical", "beta", "age_reference_year"),
+    "evidence": ("theta", "theta_lexical", "tau", "tau_lexical", "text_matches", "beta", "age_reference_year"),
     "ranking": ("k", "ranker", "alpha", "personalization", "query_power", "anchor_restart_weight", "tol", "max_iter",
                 "cep_hop_discount", "cep_background_restart", "cep_background_iterations", "fusion",
                 "fusion_weight", "text_rank_weight", "text_rank_confidence", "text_rank_specificity", "text_floor",
@@ -147,21 +147,25 @@ class PipelineSettings:
                         label="θ — support threshold (model-scored edges)", minimum=0.0, maximum=1.0, step=0.05)
     theta_lexical: float = knob(
         0.05, "θ_lexical: θ of Eq. 3 for edges whose matrix the offline word-overlap scorer decided (no model "
-        "score: the offline backend, or the model backend's fallback outside its budget): a citing claim counts "
-        "toward Δ when some cited claim holds at least this share of its informative (IDF-weighted) words. 0 "
-        "counts every claim (Δ = 1). A claim is marked supported only at the scorer's own calibrated threshold, "
-        "whatever this is.",
+        "score: the offline backend, or the model backend's fallback outside its budget): a citing claim is marked "
+        "supported, and counts toward Δ, when some cited claim holds at least this share of its informative "
+        "(IDF-weighted) words. 0 counts every claim (Δ = 1).",
         label="θ_lexical — word-overlap threshold (word-overlap edges)", minimum=0.0, maximum=1.0, step=0.01)
     tau: float = knob(0.0, "τ: edges whose matrix a model scored are pruned when Δ ≤ τ (Eq. 4); 0 prunes exactly "
                       "the unsupported ones (tau_lexical covers the word-overlap scorer's edges).",
                       label="τ — prune if Δ ≤ τ (model-scored edges)", minimum=0.0, maximum=1.0, max_open=True,
                       step=0.05)
     tau_lexical: float = knob(
-        0.35, "τ_lexical: edges whose matrix the offline word-overlap scorer decided are pruned when Δ ≤ τ_lexical: "
-        "0.35 prunes an edge where at most a third of the citing claims share words with the cited paper's claims "
-        "(one claim of 3, 4 or 5). 0 prunes only edges where no citing claim does.",
+        0.0, "τ_lexical: edges whose matrix the offline word-overlap scorer decided are pruned when Δ ≤ τ_lexical: "
+        "0 prunes exactly the edges where no citing claim shares enough words (θ_lexical) with a cited claim; "
+        "0.35 also those where at most a third do (one claim of 3, 4 or 5).",
         label="τ_lexical — prune if Δ ≤ τ_lexical (word-overlap edges)", minimum=0.0, maximum=1.0, max_open=True,
         step=0.05)
+    text_matches: int = knob(
+        3, "The question's own top N search hits stay in the ranking by their text match even when pruning leaves "
+        "them no kept citation edge (a seed, or any paper of the graph; its reason says so). 0: pruning alone "
+        "decides, as in the paper (a node without a kept edge is removed).",
+        label="Top text matches kept (0 = off)", minimum=0, maximum=1000, form_max=100)
     beta: float = knob(0.5, "β: age decay exponent in w = Δ·age^(−β) (Eq. 5).", label="β — age decay",
                        minimum=0.0, maximum=10.0, step=0.05, form_max=2.0)
     age_reference_year: int | None = knob(

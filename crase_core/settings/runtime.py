@@ -46,6 +46,10 @@ class RuntimeConfig:
                                     "next stage, batch or external call (each call's own deadline is capped by "
                                     "what is left); None: no deadline.", flag="--deadline", metavar="SECONDS",
                                     minimum=0.0, min_open=True, maximum=604800.0, form=False)
+    recall_calibration: str | None = knob(None, "Recall calibration file (crase bench calibrate) for the run's "
+                                          "recall estimate; default: recall_calibration.json in the corpus "
+                                          "folder, else the one shipped for the corpus.", metavar="FILE",
+                                          form=False)
     llm: LLMSettings = field(default_factory=LLMSettings)
     s2: S2Settings = field(default_factory=S2Settings)
     s2_api_key: str | None = field(default=None, repr=False, compare=False)

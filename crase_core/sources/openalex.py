@@ -40,6 +40,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crase_core.importers.openalex_works import authors_of
 from crase_core.paper_source import NeighborList, ScoredPaper, SourceFilter
 from crase_core.records import Paper
 from crase_core.settings.openalex import DEFAULT_BASE_URL, PER_PAGE_MAX, OpenAlexSettings
@@ -163,12 +164,6 @@ def paper_from_work(obj: Any) -> Paper | None:
     year = year if isinstance(year, int) and not isinstance(year, bool) and 1000 <= year <= 2999 else None
     if year is None and month is not None:
         year = month // 100
-    authors = []
-    for a in obj.get("authorships") or []:
-        author = a.get("author") if isinstance(a, dict) else None
-        name = author.get("display_name") if isinstance(author, dict) else None
-        if isinstance(name, str) and name.strip():
-            authors.append(" ".join(name.split()))
     loc = obj.get("primary_location")
     src = loc.get("source") if isinstance(loc, dict) else None
     venue = src.get("display_name") if isinstance(src, dict) else None
@@ -190,7 +185,7 @@ def paper_from_work(obj: Any) -> Paper | None:
         abstract=" ".join(abstract_from_index(obj.get("abstract_inverted_index")).split()),
         year=year,
         month=month,
-        authors=tuple(authors),
+        authors=authors_of(obj),
         venue=" ".join(venue.split()) if isinstance(venue, str) else "",
         url=f"https://doi.org/{doi}" if doi else f"https://openalex.org/{pid}",
         external_ids=tuple(sorted(external)),

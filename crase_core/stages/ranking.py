@@ -11,6 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from crase_core.ranking import rankers
+from crase_core.ranking.fusion import (
+    fusion_terms,
+    query_specificity,
+    search_rank_terms,
+    search_rank_weight,
+    text_relevance,
+)
 from crase_core.ranking.score_parts import explain_scores
 from crase_core.ranking.trails import best_trails, explain
 from crase_core.ranking.walks import WeightedGraph, top_k
@@ -23,13 +30,6 @@ from crase_core.records import (
     ScorePart,
     SearchHit,
     Seed,
-)
-from crase_core.retrieval.fusion import (
-    fusion_terms,
-    query_specificity,
-    search_rank_terms,
-    search_rank_weight,
-    text_relevance,
 )
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.expansion import Expansion
@@ -233,16 +233,17 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
                    alive: set[str], titles: Mapping[str, str], text_ids: Iterable[str],
                    query_hits: Sequence[SearchHit], query_restart: bool = True,
                    parts: Mapping[str, list[ScorePart]] | None = None) -> list[RankedPaper]:
-    """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed, its reason and its
-    score parts (``parts``, :func:`score_parts`)."""
+    """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed, its reason (a paper of
+    ``text_ids`` without a kept edge: its text match) and its score parts (``parts``, :func:`score_parts`)."""
     trails = best_trails([s.paper_id for s in seeds if s.paper_id in alive], edges)
     seed_by_id = {s.paper_id: s for s in seeds}
     text_rank = {h.paper_id: h.relevance_rank for h in query_hits}
     text_set = set(text_ids)
+    linked = {x for e in edges if e.kept for x in (e.citing, e.cited)}
     results: list[RankedPaper] = []
     for rank, (n, score) in enumerate(ranked[:k], 1):
-        reason, origin, trail = explain(n, trails.get(n), seed_by_id.get(n),
-                                        text_rank[n] if n in text_set else None, titles, query_restart)
+        reason, origin, trail = explain(n, trails.get(n), seed_by_id.get(n), text_rank.get(n) if n in text_set
+                                        else None, titles, query_restart, edgeless=n not in linked)
         results.append(RankedPaper(n, rank, score, origin, trail, reason,
                                    score_parts=list(parts.get(n, [])) if parts is not None else []))
     return results
@@ -324,13 +325,13 @@ def rank_papers(expansion: Expansion, pruning: Pruning, seeds: Sequence[Seed], q
     """
     emit(progress, "ranking", 0, 1, f"ranking with {settings.ranker}")
     warnings: list[str] = []
-    ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, expansion.text_ids,
+    ranked = rank_graph(settings.ranker, expansion.graph.nodes, pruning.alive, pruning.text_ids,
                         ((e.citing, e.cited, e.weight) for e in pruning.edges if e.kept), seeds,
                         query_hits, settings, restart_hits, warnings, query=query)
     place_nodes(pruning.nodes, ranked)
     top = [n for n, _ in ranked.order[: settings.k]]
     titles = {n: expansion.papers[n].title for n in expansion.graph.nodes}
-    results = ranked_results(ranked.order, settings.k, seeds, pruning.edges, pruning.alive, titles, expansion.text_ids,
+    results = ranked_results(ranked.order, settings.k, seeds, pruning.edges, pruning.alive, titles, pruning.text_ids,
                              query_hits, query_restart=settings.personalization == "query" or settings.fusion != "none",
                              parts=score_parts(ranked, settings.ranker, settings, top, query_hits))
     emit(progress, "ranking", 1, 1, f"{len(results)} papers")

@@ -186,12 +186,13 @@ def add_papers(folder: Path, new_folder: Path, *, progress: Progress = _no_progr
                     log.warning("the append stands, but merging the segments failed (%s); run `crase corpus "
                                 "merge %s` later", e.strerror or e, folder)
     except OSError as e:
-        raise CorpusError(f"cannot append to the corpus {folder}: {_os_reason(e)}; its files are unchanged") from None
+        raise CorpusError(f"cannot append to the corpus {folder}: {os_reason(e)}; its files are unchanged") from None
     return counts
 
 
-def _os_reason(e: OSError) -> str:
-    """What an OSError says, with its file; a short write (numpy's, without errno) says what it likely is."""
+def os_reason(e: OSError) -> str:
+    """What an OSError says, with its file; a short write (numpy's, without errno) says what it likely is
+    (``crase corpus add`` and ``crase corpus import`` word their one line with it)."""
     text = str(e.strerror or e)
     if e.errno is None and "requested and" in text:
         text += ": a short write (is the disk full?)"

@@ -150,17 +150,27 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_json(parsed)
 
 
-def _read_bounded(path: Path, limit: int, what: str) -> bytes:
-    """At most ``limit`` bytes of the regular file ``path`` (a FIFO or device never blocks nor streams)."""
+def open_regular(path: Path, what: str) -> io.BufferedReader:
+    """``path`` open for reading when it is a regular file; :class:`EmbeddingsProblem` naming ``what`` when it is
+    missing, unreadable or anything else — a directory, a FIFO (never blocks), a device. The kind is checked on
+    the descriptor, before it becomes a file object (a directory cannot even be wrapped in one)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise EmbeddingsProblem(f"{what} is missing") from None
     except OSError as e:
         raise EmbeddingsProblem(f"{what} cannot be read ({e.strerror or e})") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise EmbeddingsProblem(f"{what} is not a regular file")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise EmbeddingsProblem(f"{what} is {kind}" + (" (a regular file was expected)" if stat.S_ISDIR(mode) else ""))
+    return os.fdopen(fd, "rb")
+
+
+def _read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (a FIFO or device never blocks nor streams)."""
+    with open_regular(path, what) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise EmbeddingsProblem(f"{what} is larger than {limit >> 10} KiB")
@@ -208,14 +218,8 @@ def read_embeddings(path: Path, *, rows: int, fingerprint: str) -> tuple[np.ndar
             "grew since, or they belong to another corpus")
     if manifest.count != rows:
         raise EmbeddingsProblem(f"they hold {manifest.count:,} rows for a corpus of {rows:,} papers")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as e:
-        raise EmbeddingsProblem(f"the file cannot be read ({e.strerror or e})") from None
-    with os.fdopen(fd, "rb") as f:
+    with open_regular(path, "the file") as f:
         st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise EmbeddingsProblem("it is not a regular file")
         if st.st_size != manifest.size:
             raise EmbeddingsProblem(f"the file has {st.st_size:,} bytes, its manifest says {manifest.size:,}: "
                                     "truncated or replaced")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from collections.abc import Iterable
 
 from crase_core import trace as trace_io
-from crase_core.ranking.affinity import score_name
+from crase_core.errors import InputError
+from crase_core.ranking.pruning import score_name
 from crase_core.records import Paper, RankedPaper
 from crase_core.trace import RunTrace
 from crase_core.views.terminal import printable
@@ -167,8 +169,8 @@ def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
     """The evidence graph as GraphML (networkx): nodes with paper metadata, role, kept, score, rank;
     edges with Δ, age factor, weight, kept, the decision and its rule, the scorer ("model"/"offline") and what its
     numbers are (``score``: "entailment (model)" or "word-overlap support"), the θ Δ was read at
-    (:meth:`~crase_core.trace.RunTrace.threshold`), the citing claims and those supported at the scorer's own
-    threshold (``support_theta``). ``include_pruned=False`` keeps the pruned graph only.
+    (:meth:`~crase_core.trace.RunTrace.threshold`), the citing claims and those supported at that θ (Δ's share).
+    ``include_pruned=False`` keeps the pruned graph only.
     Every text goes through :func:`xml_text`, so the output is well-formed XML whatever the titles hold."""
     import networkx as nx
 
@@ -188,8 +190,7 @@ def to_graphml(trace: RunTrace, include_pruned: bool = True) -> str:
             g.add_edge(x(e.citing), x(e.cited), delta=float(e.delta), age_factor=float(e.age_factor),
                        weight=float(e.weight), kept=e.kept, decision=x(e.decision), rule=x(e.rule),
                        scorer=x(e.scorer), score=x(score_name(e.scorer)), theta=float(trace.threshold(e)[1]),
-                       citing_claims=len(e.supported), supported_claims=sum(e.supported),
-                       support_theta=float(trace.support_threshold(e)))
+                       citing_claims=len(e.supported), supported_claims=sum(e.supported))
     return "\n".join(nx.generate_graphml(g, encoding="utf-8", prettyprint=True)) + "\n"
 
 
@@ -203,3 +204,39 @@ def filename_stem(trace: RunTrace, words: int = 5) -> str:
     tokens: Iterable[str] = re.findall(r"[A-Za-z0-9]+", trace.query.lower())
     stem = "-".join(list(tokens)[:words]) or "run"
     return f"crase-{stem}-{trace.run_id[:8] or 'trace'}"
+
+
+# ---- the one-page HTML export's bound ---------------------------------------------------------------------------
+#: the largest run ``crase export --format html`` writes: its papers (|V|), edges (|E|) and trace file size. A 2-hop
+#: run on the embedded corpus (6,477 papers, 122,862 edges, 100 MB) is within it; beyond it the page takes
+#: minutes to build and is too large to explore (docs/benchmarks.md has the times).
+MAX_HTML_PAPERS = 10_000
+MAX_HTML_EDGES = 150_000
+MAX_HTML_TRACE_BYTES = 160 << 20
+_SMALLER = ("export a smaller run (--hops 1.5, or --neighbor-cap N), or read this one with `crase show RUN.json "
+            "--edges`")
+
+
+def _bound() -> str:
+    return (f"at most {MAX_HTML_PAPERS:,} papers and {MAX_HTML_EDGES:,} edges (a trace file of at most "
+            f"{MAX_HTML_TRACE_BYTES >> 20:,} MiB)")
+
+
+def check_html_trace_file(path: str | os.PathLike[str]) -> None:
+    """:class:`InputError` when the trace file at ``path`` is larger than the HTML export takes (checked before
+    the trace is read, so a huge file is refused at once); a file that cannot be stat'ed is left to the reader."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return
+    if size > MAX_HTML_TRACE_BYTES:
+        raise InputError(f"{path} is {size / 1e6:,.0f} MB; the HTML export takes runs of {_bound()}: {_SMALLER}")
+
+
+def check_html_trace(trace: RunTrace) -> None:
+    """:class:`InputError` when ``trace`` has more papers or edges than the HTML export takes (:data:`MAX_HTML_PAPERS`,
+    :data:`MAX_HTML_EDGES`)."""
+    papers, edges = len(trace.nodes), len(trace.edges)
+    if papers > MAX_HTML_PAPERS or edges > MAX_HTML_EDGES:
+        raise InputError(f"the run has {papers:,} papers and {edges:,} edges; the HTML export takes runs of "
+                         f"{_bound()}: {_SMALLER}")

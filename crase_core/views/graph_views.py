@@ -342,12 +342,12 @@ def edge_tooltip(trace: RunTrace, e: EdgeRecord, labels: dict[str, str],
     by_id = by_id or {n.paper.id: n for n in trace.nodes}
     u, v = by_id[e.citing].paper, by_id[e.cited].paper
     k, n = sum(e.supported), len(e.supported)
-    counted = sum(e.covered) if e.covered else k
+    theta_name, theta = trace.threshold(e)
     lines = [
         f"{labels.get(e.citing, e.citing)} cites {labels.get(e.cited, e.cited)}",
         f"u: {tex_plain(u.title)}",
         f"v: {tex_plain(v.title)}",
-        f"Δ = {e.delta:.3f} ({counted} of {n} citing claims counted; {k} supported) · weight {e.weight:.4f}",
+        f"Δ = {e.delta:.3f} ({k} of {n} citing claims supported at {theta_name} {theta:g}) · weight {e.weight:.4f}",
         e.decision,
     ]
     scorer = edge_scorer(e)

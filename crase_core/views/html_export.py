@@ -29,8 +29,9 @@ import re
 from typing import Any
 
 from crase_core.llm.cost_report import budget_summary, cost_summary
-from crase_core.ranking.affinity import score_name
+from crase_core.ranking.pruning import score_name
 from crase_core.ranking.trails import origin_text
+from crase_core.recall.estimate import summary_lines
 from crase_core.resources import graph_component_dir
 from crase_core.retrieval.library import paper_link
 from crase_core.trace import RunTrace
@@ -168,8 +169,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
     edges = [{"id": edge_id(e), "from": e.citing, "to": e.cited, "delta": _num(e.delta), "weight": _num(e.weight),
               "age_factor": _num(e.age_factor), "age_years": _num(e.age_years), "kept": e.kept,
               "decision": e.decision, "rule": e.rule, "error": e.error or "", "supported": list(e.supported),
-              "covered": list(e.covered or e.supported), "score_name": score_name(e.scorer),
-              "support_theta": trace.support_threshold(e),
+              "score_name": score_name(e.scorer),
               "matrix": [[_num(x) for x in row] for row in e.matrix], "contexts": [to_json(x) for x in e.contexts],
               "scorer": e.scorer, "scorer_label": SCORER_LABELS.get(e.scorer, e.scorer),
               **dict(zip(("theta_name", "theta"), trace.threshold(e), strict=True))}
@@ -190,6 +190,7 @@ def export_data(trace: RunTrace) -> dict[str, Any]:
         "counts": c, "budget": budget_summary(trace.budget, model), "cost": cost_summary(trace.counters, model),
         "elapsed": round(sum(trace.timings.values()), 2),
         "coverage": coverage, "warnings": [w for w in trace.warnings if w != coverage],
+        "recall": summary_lines(trace.recall_estimate),  # the run's estimate of its own recall, in words
         "results": [{"rank": r.rank, "id": r.paper_id, "score": _num(r.score), "reason": to_plain(r.reason),
                      "in_library": r.in_library} for r in trace.results if r.paper_id in nodes],
         "nodes": nodes, "edges": edges, "claims": claims, "views": views,
@@ -283,6 +284,7 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;color:#1
 header{padding:12px 22px 6px;border-bottom:1px solid #e3e6ea}
 h1{font-size:1.2rem;margin:0 0 4px;line-height:1.3}
 .meta{color:#56616c;font-size:.84rem;margin:2px 0}
+.recall{border-left:3px solid #6b8cc7;padding:4px 10px;margin:8px 0;font-size:.92rem}
 .notice{background:#fff4e5;border:1px solid #f0b35a;border-radius:6px;padding:8px 12px;margin:8px 0;font-size:.92rem}
 .warn{background:#f5f7fa;border-left:3px solid #b8bfca;padding:4px 10px;margin:4px 0;font-size:.85rem;color:#3e4a56}
 main{display:grid;grid-template-columns:minmax(0,1.75fr) minmax(340px,1fr);gap:16px;padding:10px 22px}
@@ -360,6 +362,8 @@ function start(D) {
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
+  // a matrix cell cut, not rounded, to 2 decimals (as the app shows it): a cell below θ never reads as θ
+  function cell(x) { return (Math.floor(Number(x) * 100 + 1e-9) / 100).toFixed(2); }
   // a TeX tree of crase_core.views.tex.to_json: a string is text, [kind, part…] a mark drawn as an element of a fixed
   // tag (sup, sub, b, i, span); text only ever enters the page as a text node
   function tex(parent, tree) {
@@ -391,6 +395,7 @@ function start(D) {
   document.getElementById("cost").textContent = "Work: " + D.budget + " \u00b7 done: " + D.cost + " \u00b7 pipeline time " + D.elapsed + " s";
   var notices = document.getElementById("notices");
   if (D.coverage) add(notices, el("div", D.coverage, "notice"));
+  if (D.recall && D.recall.length) add(notices, el("div", "Recall: " + D.recall.join(" "), "recall"));
   D.warnings.forEach(function (w) { add(notices, el("div", w, "warn")); });
 
   var edgeInfo = {};
@@ -476,24 +481,23 @@ function start(D) {
     var dec = add(panel, el("p", "Decision \u2014 " + e.decision, e.kept ? "kept" : "pruned"));
     dec.id = "decision";
     if (e.scorer) add(panel, el("span", e.scorer_label, "badge " + (e.scorer === "model" ? "model" : "offline")));
-    add(panel, el("div", "\u0394 (coverage) " + fmt(e.delta, 3) + " \u00b7 supported " + e.supported.filter(Boolean).length + " of " + e.supported.length +
+    add(panel, el("div", "\u0394 (coverage) " + fmt(e.delta, 3) + " \u00b7 supported " + e.supported.filter(Boolean).length + " of " + e.supported.length + " at " + e.theta_name + " " + e.theta +
                   " \u00b7 age factor " + fmt(e.age_factor, 3) + " (" + e.age_years + " y, \u03b2 = " + D.beta + ") \u00b7 weight w " + fmt(e.weight, 3)));
     if (e.error) add(panel, el("div", "Scoring failed: " + e.error, "warn"));
     if (e.matrix.length) {
       add(panel, el("h3", (e.scorer === "model" ? "Entailment (model) M[i][j] = ent(claim i of u | claim j of v)"
         : "Word-overlap support M[i][j] = share of claim i of u's informative words that claim j of v uses (not entailment)") +
-        "; outlined cells \u2265 " + e.support_theta + " (\u2713 supported)" +
-        (e.support_theta !== e.theta ? "; \u2248 = reaches " + e.theta_name + " = " + e.theta + " only (counts toward \u0394)" : "")));
+        "; outlined cells \u2265 " + e.theta_name + " = " + e.theta + " (\u2713 supported, counted in \u0394)"));
       var t = add(panel, el("table", null, "m")); t.id = "matrix";
       var head = add(t, el("tr")); add(head, el("th", "u \\ v"));
       e.matrix[0].forEach(function (_, j) { var cl = cv.claims[j]; var th = add(head, el("th", cl ? cl.id : "c" + (j + 1))); if (cl) th.title = cl.text; });
       e.matrix.forEach(function (row, i2) {
         var tr = add(t, el("tr")); var cl = cu.claims[i2];
-        var mark = e.supported[i2] ? "\u2713 " : (e.covered && e.covered[i2]) ? "\u2248 " : "\u2717 ";
+        var mark = e.supported[i2] ? "\u2713 " : "\u2717 ";
         add(tr, cl ? texEl("th", mark + cl.id + ": ", cl.tex, "", "rowh") : el("th", mark + "c" + (i2 + 1), "rowh"));
         row.forEach(function (x) {
-          var td = add(tr, el("td", fmt(x, 2)));
-          if (x >= (e.support_theta != null ? e.support_theta : e.theta)) td.className = "hit";
+          var td = add(tr, el("td", cell(x)));
+          if (x >= e.theta) td.className = "hit";
           td.style.background = "rgba(29,53,87," + (0.05 + 0.45 * Math.max(0, Math.min(1, x))).toFixed(3) + ")";
           if (x > 0.6) td.style.color = "#ffffff";
         });

@@ -152,6 +152,8 @@ def why_text(trace: RunTrace, result: RankedPaper) -> list[str]:
     paper = trace.node(result.paper_id).paper
     lines = [f"Rank {result.rank} · score {result.score:.6f} · {paper.title} ({paper.year or 'n.d.'}) — {paper.id}",
              f"Ranker {trace.ranking.ranker.upper()}, fusion {trace.settings.fusion}; {restart_words(trace)}."]
+    if result.reason:  # why it is in the list at all: its trail, its seed, or its text match
+        lines.append(f"Why it is here: {result.reason}")
     if not result.score_parts:
         return lines + ["This trace records no score parts (it was written before they were); "
                         "`crase rerank RUN.json --json NEW.json` ranks it again with them."]

@@ -113,14 +113,15 @@ def _heat_pixels(page: Page, above: float) -> int:
 
 def _legend_labels_fit(shown: dict, trace: RunTrace, e: EdgeRecord) -> None:
     """The colour legend is drawn whole (inside the chart, not cut off below a short map, under the map and
-    over none of its cells), labelled 0, 1 and at the calibrated θ the outlined cells reach, each label apart
-    from the others (no two printed over each other)."""
+    over none of its cells), labelled 0, 1 and at the edge's θ the outlined cells reach (unless it lies so near 0
+    that the two would print over each other: the caption names it), each label apart from the others."""
     lx0, ly0, lx1, ly1 = shown["legend"]
     assert lx0 >= 0 and ly0 >= 0 and lx1 <= shown["svg"][2] + 1 and ly1 <= shown["svg"][3] + 1, shown
     assert all(ly0 >= c[3] for c in shown["cells"]), shown
     labels = shown["legend_labels"]
-    support = f"{trace.support_threshold(e):.2f}".rstrip("0").rstrip(".")
-    assert labels[0] == "0" and labels[-1] == "1" and support in labels, labels
+    theta = trace.threshold(e)[1]
+    support = f"{theta:.2f}".rstrip("0").rstrip(".")
+    assert labels[0] == "0" and labels[-1] == "1" and (support in labels or theta < 0.12), labels
     boxes = sorted(shown["legend_label_boxes"])
     assert all(a[2] <= b[0] for a, b in zip(boxes, boxes[1:], strict=False)), (labels, boxes)
 

@@ -133,3 +133,22 @@ def test_a_selection_the_next_view_does_not_draw_is_no_error(exported):
         labelled = {b["id"] for b in page.evaluate(f"() => {GRAPH}.labels")}
         assert pid not in labelled and len(labelled) >= 2
         assert PAGE_ERRORS == []
+
+
+def test_the_inspectors_matrix_tells_one_story(exported):
+    """An edge's inspector in the export: ✓ marks the rows with a cell ≥ the edge's θ, Δ is their share, the
+    outlined cells are exactly those ≥ θ, and a value is cut (not rounded) so that no cell below θ reads as θ
+    (a word-overlap share of 0.0496 read "0.05" beside θ_lexical 0.05, unoutlined)."""
+    page, trace = exported
+    shown = set(page.evaluate("() => window.craseExport.data.edges.map(e => e.id)"))
+    edge = next(e for e in trace.edges if f"{e.citing}->{e.cited}" in shown and any(e.supported)
+                and not all(e.supported) and any(x < e.theta <= round(x, 2) for row in e.matrix for x in row))
+    page.evaluate("id => window.craseExport.inspect('edge', id)", f"{edge.citing}->{edge.cited}")
+    rows = page.evaluate("""() => [...document.querySelectorAll('#matrix tr')].slice(1).map(tr => ({
+        mark: tr.querySelector('th').textContent.trim()[0],
+        cells: [...tr.querySelectorAll('td')].map(td => [td.textContent, td.className === 'hit'])}))""")
+    assert [r["mark"] for r in rows] == ["✓" if s else "✗" for s in edge.supported]
+    assert edge.delta == sum(edge.supported) / len(edge.supported)
+    for r, row in zip(rows, edge.matrix, strict=True):
+        assert [hit for _, hit in r["cells"]] == [x >= edge.theta for x in row]
+        assert all((float(text) >= edge.theta) == hit for text, hit in r["cells"])

@@ -230,7 +230,6 @@ def test_a_killed_job_resumes_and_writes_the_same_file(capsys, corpus, tmp_path,
 
 @pytest.mark.fault_kind("embed-bad-options")
 def test_bad_options_are_refused_before_anything_runs(capsys, corpus):
-    assert "say which embedder" in one_error(crase(capsys, "corpus", "embed", corpus))
     assert "say which embedder" in one_error(crase(capsys, "corpus", "embed", corpus, "--minilm", "--base-url",
                                                    "http://127.0.0.1:9/v1"))
     for flag, value in (("--batch-size", "0"), ("--concurrency", "100000"), ("--max-chars", "1"),

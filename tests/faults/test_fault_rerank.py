@@ -186,8 +186,11 @@ def test_pruning_every_kept_edge_leaves_a_run_that_says_so(capsys, tmp_path, run
     assert r.code == 0, r.err
     child = trace_io.load(tmp_path / "new.json")
     assert not any(e.kept for e in child.edges)
-    assert all(s.fate == "pruned" for s in child.seeds if child.node(s.paper_id).role != "text")
-    assert {r.paper_id for r in child.results} == {n.paper.id for n in child.nodes if n.role == "text"}
+    # what is left are the papers kept by their text match (the text candidates, the question's top hits)
+    assert all(s.fate == "pruned" for s in child.seeds if not child.node(s.paper_id).text_match)
+    assert all(s.fate_reason.startswith("kept by its text match") for s in child.seeds
+               if child.node(s.paper_id).text_match)
+    assert {r.paper_id for r in child.results} == {n.paper.id for n in child.nodes if n.text_match}
     for res in child.results:  # what is left (text candidates) still explains its score
         assert sum(p.value for p in res.score_parts) == pytest.approx(res.score, abs=1e-15)
     show = crase(capsys, "show", tmp_path / "new.json")

@@ -75,13 +75,13 @@ def test_file_that_is_not_a_trace(capsys, tmp_path, content, message):
     assert one_error(_show(capsys, p)) == message
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", None, True])
+@pytest.mark.parametrize("version", [4, 0, "1", None, True])
 @pytest.mark.fault_kind("trace-unknown-version")
 def test_unknown_trace_version(capsys, tmp_path, good, version):
     data = _data(good)
     data["trace_version"] = version
     assert one_error(_show(capsys, _write(tmp_path, data))) == \
-        f"trace version {version!r} is not supported (this Crase reads versions 1 to 2)"
+        f"trace version {version!r} is not supported (this Crase reads versions 1 to 3)"
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -154,14 +154,17 @@ def test_unreadable_trace_file(good):
 @pytest.mark.fault_kind("trace-old-version")
 def test_a_version_1_trace_is_migrated_and_a_version_2_one_is_read_as_written(tmp_path, good):
     """A version-1 trace lacking the knobs added since loads with what its run used (the migration's data);
-    the same fields missing from a version-2 trace are today's defaults (nothing is migrated)."""
+    the same fields missing from a trace of this version are today's defaults (nothing is migrated)."""
     from crase_core.trace import ROUND3_DEFAULTS, TRACE_VERSION, from_dict
 
     data = _data(good)
-    for name in ROUND3_DEFAULTS:
+    for name in [*ROUND3_DEFAULTS, "text_matches"]:
         data["settings"].pop(name, None)
-    v2 = from_dict({**data, "trace_version": TRACE_VERSION})
+    now = from_dict({**data, "trace_version": TRACE_VERSION})
+    v2 = from_dict({**data, "trace_version": 2})
     v1 = from_dict({**data, "trace_version": 1})
-    assert v1.trace_version == v2.trace_version == TRACE_VERSION == 2
+    assert v1.trace_version == v2.trace_version == now.trace_version == TRACE_VERSION == 3
     assert v1.settings.query_seeds == 0 and v1.settings.semantic_feedback_scope == "all"
     assert v2.settings.query_seeds == 5 and v2.settings.semantic_feedback_scope == "fusion"
+    # no run before version 3 kept a top text match without a kept edge; a version-3 trace records its own
+    assert v1.settings.text_matches == v2.settings.text_matches == 0 and now.settings.text_matches == 3

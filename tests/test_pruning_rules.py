@@ -1,23 +1,34 @@
-"""Coverage affinity Δ (Eq. 3–4), pruning with τ, weights (Eq. 5) on hand-made matrices."""
+"""Coverage affinity Δ (Eq. 3–4), pruning with τ, weights (Eq. 5) on hand-made matrices; each scorer's θ and τ;
+the text matches kept whatever their edges; the seed fates."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from crase_core.ranking.affinity import (
+from crase_core.ranking.pruning import (
     RULE_FAILED,
     RULE_KEEP_ALL,
     RULE_KEPT,
     RULE_PRUNED,
+    SCORERS,
+    ScorerRule,
     age_years,
     coverage_affinity,
     decide_edge,
+    decide_seed_fates,
+    edge_tallies,
     edge_tau,
+    edge_theta,
     edge_weight,
+    scorer_rule,
     supported_claims,
     surviving_nodes,
+    text_match_ids,
 )
-from crase_core.records import EdgeRecord
+from crase_core.records import OFFLINE, EdgeRecord, SearchHit, Seed
+from crase_core.settings.pipeline import PipelineSettings
 
 M = [
     [0.75, 0.20],  # tie at θ: supported
@@ -39,7 +50,7 @@ def test_delta_is_fraction_of_supported_citing_claims():
 
 
 def _edge(delta, n=4, k=2, error=None, scorer="model", theta=0.75):
-    return EdgeRecord("u", "v", covered=[True] * k + [False] * (n - k), delta=delta, age_years=4.0,
+    return EdgeRecord("u", "v", supported=[True] * k + [False] * (n - k), delta=delta, age_years=4.0,
                       age_factor=4.0 ** -0.5, error=error, scorer=scorer, theta=theta)
 
 
@@ -88,8 +99,19 @@ def test_scoring_failure_prunes_with_reason():
     assert e.decision == "pruned: scoring failed (bad JSON); rule: an edge that cannot be scored has Δ = 0 ≤ τ 0"
 
 
-def test_each_scorer_prunes_at_its_own_tau():
-    assert edge_tau("model", 0.0, 0.35) == 0.0 and edge_tau("offline", 0.0, 0.35) == 0.35
+def test_each_scorer_reads_its_own_theta_and_tau():
+    s = PipelineSettings(theta=0.8, tau=0.1, theta_lexical=0.3, tau_lexical=0.35)
+    assert (edge_theta("model", s), edge_tau("model", s)) == (0.8, 0.1)
+    assert (edge_theta("offline", s), edge_tau("offline", s)) == (0.3, 0.35)
+    assert scorer_rule("from-an-old-trace") is SCORERS[OFFLINE]  # an unknown name reads as the offline scorer
+
+
+def test_every_scorer_names_real_knobs():
+    """The table is what a new scorer is added to: each entry's θ and τ must be knobs of the settings."""
+    s = PipelineSettings()
+    for rule in SCORERS.values():
+        assert isinstance(rule, ScorerRule) and 0.0 <= rule.theta(s) <= 1.0 and 0.0 <= rule.tau(s) <= 1.0
+        assert "entailment" not in rule.score_name or rule.scorer == "model"
 
 
 def test_weight_and_age():
@@ -104,3 +126,36 @@ def test_weight_and_age():
 def test_isolated_nodes_are_pruned():
     edges = [EdgeRecord("a", "b", kept=True), EdgeRecord("b", "c", kept=False), EdgeRecord("d", "a", kept=False)]
     assert surviving_nodes(["a", "b", "c", "d"], edges) == {"a", "b"}
+
+
+
+def test_text_matches_survive_without_a_kept_edge():
+    edges = [EdgeRecord("a", "b", kept=True), EdgeRecord("b", "c", kept=False), EdgeRecord("d", "a", kept=False)]
+    assert surviving_nodes(["a", "b", "c", "d"], edges, ["c"]) == {"a", "b", "c"}
+    assert surviving_nodes(["a", "b", "c", "d"], edges, ["x"]) == {"a", "b"}  # only nodes of V
+
+
+def _hit(pid: str, rank: int) -> SearchHit:
+    return SearchHit(pid, rank, rank, 10.0 - rank)
+
+
+def test_text_match_ids_are_the_questions_top_hits_in_the_graph():
+    hits = [_hit("p", 1), _hit("q", 2), _hit("r", 3), _hit("s", 4)]
+    assert text_match_ids(hits, 3, {"p", "r", "s"}) == ["p", "r"]  # q is not a node; s is below the top 3
+    assert text_match_ids(hits, 0, {"p"}) == []
+
+
+def test_seed_fates_say_what_kept_each_seed():
+    edges = [EdgeRecord("a", "b", kept=True), EdgeRecord("a", "c", kept=False, rule="delta-at-most-tau"),
+             EdgeRecord("c", "d", kept=False, rule="delta-at-most-tau")]
+    seeds = [Seed(x, []) for x in ("a", "c", "d", "e", "f")]
+    degree, kept_degree, rules = edge_tallies(edges)
+    decide_seed_fates(seeds, {"a", "b", "c", "e"}, degree, kept_degree, rules, {"c": 1, "e": 4})
+    assert [(s.fate, s.fate_reason) for s in seeds] == [
+        ("kept", "kept: 1 of 2 edges kept"),
+        ("kept", "kept by its text match (#1 of the question's own search): all 2 of its edges were pruned"),
+        ("pruned", "pruned: all 1 of its edges were pruned (Δ ≤ τ)"),
+        ("kept", "kept by its text match (#4 of the question's own search): no references or citers inside the graph"),
+        ("pruned", "pruned: no references or citers inside the graph"),
+    ]
+    assert Counter(s.fate for s in seeds) == {"kept": 3, "pruned": 2}
