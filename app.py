@@ -12,8 +12,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from crase_app.corpora import corpus_picker
 from crase_app.display import md_escape
 from crase_app.shared import gc_deferred
+from crase_core.resources import page_icon_file
 
 ROOT = Path(__file__).resolve().parent
 PAGE_ICONS = {"search": ":material/search:", "evidence": ":material/hub:", "seeds": ":material/spa:",
@@ -33,9 +35,11 @@ def discover_pages() -> list:
     return pages
 
 
-st.set_page_config(page_title="Crase Explorer", page_icon=":material/hub:", layout="wide")
+# the icon is a shipped file: a material or emoji icon makes the browser fetch it from a font server
+st.set_page_config(page_title="Crase Explorer", page_icon=str(page_icon_file()), layout="wide")
 _pages = discover_pages()
 with st.sidebar:
+    corpus_picker()  # the corpus every page searches and names (kept in the session across pages)
     # a widget's state is dropped on pages that do not draw it, so the name lives in a plain key
     st.text_input("Auditor name", value=st.session_state.get("auditor", ""), key="auditor_input",
                   help="Your name as recorded with audit verdicts (stored locally).",

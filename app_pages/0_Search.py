@@ -13,7 +13,8 @@ from functools import partial
 
 import streamlit as st
 
-from crase_app.display import app_message, authors_line, load_demo_queries, md_escape, tex_markdown
+from crase_app import corpora
+from crase_app.display import app_message, authors_line, md_escape, tex_markdown
 from crase_app.settings_form import choices_json, operator_settings, runtime_form, settings_form
 from crase_app.shared import (
     current_trace,
@@ -190,6 +191,7 @@ def result_card(trace, r, paper, help_text: str) -> None:
             if st.button("Inspect", key=f"inspect_{r.paper_id}", type="tertiary", icon=":material/hub:",
                          help="Open this paper in the Evidence graph: its edges, claims and evidence trail."):
                 st.session_state["selected"] = {"kind": "node", "id": r.paper_id}
+                st.session_state["scroll_to_inspector"] = True  # the graph page opens at its inspector
                 st.switch_page(GRAPH_PAGE)
         why = why_caption(trace, r)
         st.caption(f"{tex_markdown(authors_line(list(paper.authors)))}" + (f" · {link}" if link else "")
@@ -241,7 +243,7 @@ def coverage_notice(coverage) -> None:
 def run_summary(trace) -> None:
     c = trace.stage_counts()
     model = trace.model_ran
-    cols = st.columns(6)
+    cols = [*st.columns(3), *st.columns(3)]  # two rows of three: they sit in the results bar's popover
     # the kept count large, the total beneath it: "45,912 / 45,912" would not fit a sixth of the page
     for col, label, kept, total in ((cols[0], "seeds kept", c["seeds_kept"], c["seeds"]),
                                     (cols[1], "papers kept", c["nodes_kept"], c["nodes"]),
@@ -263,37 +265,64 @@ def run_summary(trace) -> None:
                        f"included; the pipeline itself took {pipeline_s:.1f} s.")
     else:
         cols[5].metric("pipeline time", f"{pipeline_s:.1f} s", help="The stages' own time, as recorded in the run.")
-    recall_caption(trace)
     if model:
         ct = trace.counters
         st.caption(f"Model: {md_escape(trace.backend.get('backend', '?'))} · {ct.prompt_tokens:,} prompt + "
                    f"{ct.completion_tokens:,} completion tokens · {ct.failures:,} failures · {ct.repairs:,} repairs")
+
+
+def run_warnings(trace) -> None:
+    """The run's warnings in one box, above the cards (they qualify them; one box, so the first card still
+    shows at 1440×900)."""
     notice = trace.coverage.notice if trace.coverage is not None and trace.coverage.weak else None
-    for w in trace.warnings:
-        if w != notice:
-            st.warning(md_escape(w))
-    if not trace.semantic_feedback and trace.semantic_note and trace.semantic_note not in trace.warnings:
-        note = trace.semantic_note
+    shown = [w for w in trace.warnings if w != notice]
+    if len(shown) == 1:
+        st.warning(md_escape(shown[0]))
+    elif shown:
+        st.warning("  \n".join(f"• {md_escape(w)}" for w in shown))
+
+
+def semantic_note(trace, choice) -> None:
+    """When semantic feedback was off: why, and how to turn it on (in the app, for an imported corpus, its
+    Embed button rather than the command)."""
+    if trace.semantic_feedback or not trace.semantic_note or trace.semantic_note in trace.warnings:
+        return
+    note = trace.semantic_note
+    head, sep, _ = note.partition("; turn it on with")
+    if choice is not None and not choice.embedded and sep:
+        st.caption(md_escape(head[:1].upper() + head[1:]) + "; turn it on with **Corpus: "
+                   f"{md_escape(choice.name)} — import or embed → Embed this corpus** on this page.")
+    else:
         st.caption(md_escape(note[:1].upper() + note[1:]))  # off, why, and how to turn it on
 
 
+def library_example(choice) -> str:
+    """The library box's placeholder: ids that exist in the chosen corpus (a DOI only matches a corpus that has
+    DOIs, so none is offered as the example)."""
+    if choice.embedded:
+        return "hep-th/9711200, hep-th/9802150 (arXiv ids) or DOIs …"
+    ids = [d["id"] for d in corpora.demo_queries(choice) if d.get("id")][:2]
+    return (", ".join(ids) + " (ids of this corpus) or DOIs …") if ids else "paper ids or DOIs …"
+
+
 def recall_caption(trace) -> None:
-    """One line under the numbers: the run's estimate of its own recall (what it rests on in the tooltip)."""
+    """One line in the results bar: the run's estimate of its own recall (what it rests on in the tooltip)."""
     lines = summary_lines(trace.recall_estimate)
     if lines:
-        first = lines[0][:1].upper() + lines[0][1:]
-        st.caption(f"**Recall** · {md_escape(first)}", help=md_escape(" ".join(lines[1:])) or None)
+        # one line: the estimate (or that there is none); what follows a dash, and the rest, in its tooltip
+        head, _, why = lines[0].partition(" — ")
+        more = " ".join(x for x in (why[:1].upper() + why[1:] if why else "", *lines[1:]) if x)
+        st.caption(f"**Recall** · {md_escape(head[:1].upper() + head[1:])}", help=md_escape(more) or None)
 
 
-def library_input() -> ParsedLibrary | None:
+def library_input(choice) -> ParsedLibrary | None:
     """The papers the user already has (pasted ids, an uploaded BibTeX file), or None when none given."""
     with st.expander("Start from what you know — your papers (optional)", expanded=False):
         st.caption("Paste arXiv ids or DOIs, or upload a BibTeX file. Papers the corpus has become seeds of the "
                    "run, and every paper you already have is marked in the results and the graph, so the list "
                    "shows what is new. Each paper found is expanded like any seed, so a much-cited one widens the "
                    "graph a lot: **Estimate budget** shows the cost first.")
-        text = st.text_area("arXiv ids or DOIs", key="library_ids", height=80,
-                            placeholder="hep-th/9711200, arXiv:0704.0001, 10.1103/PhysRevLett.80.4859 …")
+        text = st.text_area("arXiv ids or DOIs", key="library_ids", height=80, placeholder=library_example(choice))
         upload = st.file_uploader("BibTeX file", type=["bib", "bibtex", "txt"], key="library_bib")
         parsed = ParsedLibrary()
         try:
@@ -378,9 +407,10 @@ def stale_notice() -> None:
 def search_page() -> None:
     page_header("Crase Explorer", "Auditable literature search: seeds → citation graph → claim-level support "
                 "pruning → recency-aware ranking. Every step can be opened and checked.")
-    demos = load_demo_queries()
+    choice = corpora.chosen()
+    demos = corpora.demo_queries(choice)
     if demos:
-        st.markdown("**Try a demo query** (embedded hep-th corpus)")
+        st.markdown(f"**Try a demo query** on {md_escape(choice.name)}")
         # one row of buttons as wide as their labels (never cut), wrapping to a second row on a narrow screen
         with st.container(horizontal=True, gap="xsmall", wrap=True):
             for d in demos:
@@ -391,19 +421,26 @@ def search_page() -> None:
     # box would otherwise send its value, and rerun the page, when the click takes the focus away)
     with st.form("search_form", border=False, enter_to_submit=False):
         query = st.text_area("Your literature-search question", key="query_text", height=90,
-                             placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?")
-        b1, b2, _ = st.columns([1, 1, 4])
-        go = b1.form_submit_button("Search", type="primary", width="stretch", icon=":material/search:")
-        estimate = b2.form_submit_button(
-            "Estimate budget", width="stretch", icon=":material/calculate:",
+                             placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?"
+                             if choice.embedded else f"A literature-search question about {choice.name}'s papers")
+        buttons = st.container(horizontal=True, gap="small")  # each as wide as its label (never cut)
+        go = buttons.form_submit_button("Search", type="primary", icon=":material/search:")
+        estimate = buttons.form_submit_button(
+            "Estimate budget", icon=":material/calculate:",
             help="Plan, search seeds and expand the graph, then count the work the run needs "
             "(1 + |V| + |E|, less cached) without extracting claims or scoring edges.")
     operator = guarded(operator_settings, "The server's settings are invalid")
     if operator is None:
         return
-    library = library_input()
+    left, right = st.columns(2)
+    with left:
+        library = library_input(choice)
+    with right, st.expander(f"Corpus: {choice.name} — import or embed", expanded=False):
+        corpora.import_section()
+        st.divider()
+        corpora.embed_section(choice)
     with st.expander("Run settings", expanded=False):
-        choices = runtime_form(operator)
+        choices = runtime_form(operator, corpus=choice)
         st.divider()
         settings = guarded(lambda: settings_form(operator), "Invalid settings")
     autorun = st.session_state.pop("autorun", False)
@@ -458,11 +495,15 @@ def search_page() -> None:
         if trace is not None:
             current_trace()  # says why the open run cannot be shown
         return
-    st.divider()
-    st.subheader("Results")
-    # the run's own lines (the reopened-run note, caption, numbers) go into these slots once it is saved;
-    # the exports come after the cards, into slots above them
-    head, coverage, numbers, download_slot, share_slot = (st.container() for _ in range(5))
+    # one row above the cards (heading, the run in numbers, downloads, share), so that the first card shows
+    # without scrolling at 1440×900; the run's own lines go into these slots once it is saved
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key="results_bar"):
+        st.subheader("Results", anchor=False, width="content")
+        numbers = st.popover("This run in numbers", icon=":material/analytics:", type="tertiary")
+        download_slot = st.popover("Download", icon=":material/download:", type="tertiary")
+        share_slot = st.container(width="content")
+        recall_slot = st.container(width="stretch")
+    head, coverage, warnings = (st.container(key=f"results_{k}") for k in ("head", "coverage", "warnings"))
     with coverage:
         coverage_notice(trace.coverage)
     ranked_list(trace)
@@ -474,10 +515,15 @@ def search_page() -> None:
                 st.session_state.setdefault("elapsed", {})[opened.run_id] = elapsed
                 trace = opened
         trace_notice()
-        run_caption(trace)
     with numbers:
+        run_caption(trace)
         run_summary(trace)
-    with download_slot, st.expander("Download", expanded=False):
+        semantic_note(trace, choice)
+    with recall_slot:
+        recall_caption(trace)  # visible where the list is, one line (what it rests on in its tooltip)
+    with warnings:
+        run_warnings(trace)
+    with download_slot:
         downloads(trace, key="search")
     with share_slot:
         html_share(trace)

@@ -69,28 +69,36 @@ if "g_focus" not in st.session_state or st.session_state["g_focus"] not in all_l
     st.session_state["g_focus"] = (sel["id"] if sel and sel.get("kind") == "node" and sel["id"] in all_labels
                                    else (ranked_first[0] if ranked_first else None))
 st.session_state.setdefault("g_layout", "timeline")
-c1, c2, c3, c4 = st.columns([1.7, 1.8, 1.3, 0.7], vertical_alignment="bottom")
+# one row of controls at their own widths, wrapping on a narrow window (nothing cut)
+controls = st.container(horizontal=True, vertical_alignment="bottom", gap="small", wrap=True, key="graph_controls")
+c1 = c2 = c3 = c4 = c5 = controls
 layout = c1.segmented_control("Layout", LAYOUTS, format_func=lambda x: LAYOUT_LABELS.get(x, x), key="g_layout",
                               required=True, help="Timeline: x = publication year, y = score. Clusters: papers "
                               "grouped by the sub-query that brought them in. Focus: one paper, its evidence trail "
-                              "to its seed and its direct citations.") or "timeline"
+                              "to its seed and its direct citations.", width="content") or "timeline"
 focus: str | None = None
 mode = VIEW_MODES[0]
 top_k = min(DEFAULT_TOP_K, max(1, n_results))
 if layout == "focus":
-    focus = c2.selectbox("Focus on", ranked_first, key="g_focus",
+    focus = c2.selectbox("Focus on", ranked_first, key="g_focus", width=420,
                          format_func=lambda p: f"{all_labels[p]} — {shorten_words(tex_plain(trace.node(p).paper.title), 60)}")
 else:
     mode_labels = {"top-k and trails": "Top k and their trails", "kept graph": "Whole kept graph",
                    "everything": "Everything (incl. pruned papers)"}
-    mode = c2.selectbox("Papers", list(VIEW_MODES), index=0, key="g_mode",
+    mode = c2.selectbox("Papers", list(VIEW_MODES), index=0, key="g_mode", width=220,
                         format_func=lambda m: mode_labels.get(m, m)) or VIEW_MODES[0]
     if mode == "top-k and trails" and n_results > 1:
-        top_k = c3.slider("k (top papers)", 1, n_results, min(DEFAULT_TOP_K, n_results), key="g_k",
+        top_k = c3.slider("k (top papers)", 1, n_results, min(DEFAULT_TOP_K, n_results), key="g_k", width=150,
                           help="How many top-ranked papers to show, with the papers on their evidence trails.")
 years_all = sorted({n.paper.year for n in trace.nodes if n.paper.year})
-with c4.popover("Filters", icon=":material/tune:", width="stretch"):
-    show_pruned = st.toggle("Show pruned edges", value=False, key="g_pruned", help="Pruned edges (Δ ≤ τ) are drawn dashed.")
+n_pruned = sum(not e.kept for e in trace.edges)
+# a plain session key holds the choice (a widget's own state is dropped on pages that do not draw it)
+st.session_state["g_pruned"] = bool(st.session_state.get("show_pruned", False))
+show_pruned = c5.toggle(f"Show pruned ({n_pruned:,})", key="g_pruned", width="content",
+                        on_change=lambda: st.session_state.update(show_pruned=st.session_state["g_pruned"]),
+                        help=f"{n_pruned:,} of the run's {len(trace.edges):,} edges were pruned (Δ ≤ τ); shown, they "
+                        "are drawn dashed. The choice holds on every page and for every run of this session.")
+with c4.popover("Filters", icon=":material/tune:", width="content"):
     max_score = max((n.score for n in trace.nodes), default=0.0)
     min_score = st.slider("Minimum score", 0.0, float(max_score) if max_score > 0 else 1.0, 0.0,
                           step=(max_score / 100) if max_score > 0 else 0.01, format="%.4f", key="g_minscore",
@@ -172,5 +180,13 @@ with st.expander(f"Edges in view ({len(edges):,}) — select a row to inspect it
     elif not picked:
         st.session_state["_table_pick"] = None
 
-with st.container(border=True):
+with st.container(border=True, key="inspector"):
     inspector(trace, key="graph")
+if st.session_state.pop("scroll_to_inspector", False):
+    # "Inspect" on a result card: the inspector sits below a 630-pixel graph, so bring it into view (a constant
+    # script, same origin as the page; it reads nothing and sends nothing)
+    import streamlit.components.v1 as components
+
+    components.html("<script>setTimeout(function () { var el = window.parent.document.querySelector("
+                    "'.st-key-inspector'); if (el) { el.scrollIntoView({block: 'start'}); } }, 600);</script>",
+                    height=0)

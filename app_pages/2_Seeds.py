@@ -45,19 +45,28 @@ if trace.semantic_feedback:
 elif semantic > 0:
     st.caption(md_escape(trace.semantic_note or "Semantic feedback is not available for this corpus") + ": the "
                "search ranks by its words.")
+if trace.dense_question:
+    uses = [f"{name} (w_q = {w:g})" for name, w in (
+        ("the question's own seeds", trace.settings.dense_seed_weight),
+        ("the walk's restart", trace.settings.dense_restart_weight),
+        ("the final ranking's list", trace.settings.dense_fusion_weight)) if w > 0]
+    st.caption("The question itself is embedded and the papers nearest it join " + ", ".join(uses) + ": a paper "
+               "that means what the question asks rises even when it shares few of its words. "
+               + md_escape(trace.dense_note[:1].upper() + trace.dense_note[1:]))
 
-# widths (pixels) that fit the page at 1440 px with nothing cut: the title takes what the others leave
-SEED_COLUMNS = {"fate": st.column_config.TextColumn("fate", width=44),
-                "title": st.column_config.TextColumn("title", width=360),
-                "year": st.column_config.NumberColumn("year", format="%d", width=56),
-                "relevance rank": st.column_config.NumberColumn("relevance", width=78,
+# widths (pixels) that fit the page at 1440 px: the title takes most (a typical title shows whole); a cell's
+# full text shows on a double click
+SEED_COLUMNS = {"fate": st.column_config.TextColumn("fate", width=40),
+                "title": st.column_config.TextColumn("title", width=470),
+                "year": st.column_config.NumberColumn("year", format="%d", width=50),
+                "relevance rank": st.column_config.NumberColumn("relevance", width=72,
                                                                 help="The seed's rank in this search by relevance"),
-                "recency rank": st.column_config.NumberColumn("recency", width=70,
+                "recency rank": st.column_config.NumberColumn("recency", width=64,
                                                               help="Its rank among the search's hits by recency"),
-                "also from sub-queries": st.column_config.TextColumn("also from", width=90,
+                "also from sub-queries": st.column_config.TextColumn("also from", width=72,
                                                                      help="Other searches that found it"),
-                "reason": st.column_config.TextColumn("reason", width=175),
-                "id": st.column_config.TextColumn("id", width=72)}
+                "reason": st.column_config.TextColumn("reason", width=140),
+                "id": st.column_config.TextColumn("id", width=66)}
 titles = {n.paper.id: n.paper for n in trace.nodes}
 seeds = {s.paper_id: s for s in trace.seeds}
 for sqr in trace.subquery_results:

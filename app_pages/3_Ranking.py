@@ -62,7 +62,12 @@ def _row(pid: str) -> dict[str, object]:
 
 df = pd.DataFrame([_row(pid) for pid in nodes]).sort_values("final rank")
 RANKS = ["final rank", f"walk ({R}) rank", "search rank", *(c for c in df.columns if c.startswith("final rank under"))]
-df = df.astype({c: "Int64" for c in RANKS})  # an empty rank (not returned by the search) shows empty, not "None"
+df = df.astype({c: "Int64" for c in RANKS})
+# a rank column with gaps (a paper the search did not return) is shown as text, a dash for the gap: the grid
+# draws a missing number as the word "None"
+GAPS = [c for c in RANKS if df[c].isna().any()]
+for c in GAPS:
+    df[c] = [("–" if pd.isna(x) else str(int(x))) for x in df[c]]
 df = df[["final rank", "title", "final score", f"walk ({R}) score", f"walk ({R}) rank", "search rank", "year", "role",
          *(c for c in df.columns if c.startswith("final rank under")), "id"]]
 HELP = {
@@ -71,18 +76,20 @@ HELP = {
     "final score": "The fused score the answer is sorted by (its parts: the result's “why this rank”).",
     f"walk ({R}) score": f"{R}'s own score over the pruned graph, before any fusion (it sums to 1).",
     f"walk ({R}) rank": f"Rank by {R}'s own score alone.",
-    "search rank": "Rank in the full-query search (None: the search did not return it).",
+    "search rank": "Rank in the full-query search (–: the search did not return it).",
 }
 
 tab_table, tab_dist, tab_side = st.tabs(["Scores table", "Walk score distribution", "Side by side"])
 with tab_table:
-    st.dataframe(df, hide_index=True, width="stretch", height=min(36 * len(df) + 40, 520),
+    st.dataframe(df, hide_index=True, width="stretch", height=min(35 * (len(df) + 1) + 4, 520),
                  column_config={
                      "final score": st.column_config.NumberColumn(format="%.5f", help=HELP["final score"]),
                      f"walk ({R}) score": st.column_config.NumberColumn(format="%.5f", help=HELP[f"walk ({R}) score"]),
                      **{c: st.column_config.NumberColumn(format="%d", help=HELP.get(c)) for c in
-                        ("final rank", f"walk ({R}) rank", "search rank")},
+                        ("final rank", f"walk ({R}) rank", "search rank") if c not in GAPS},
+                     **{c: st.column_config.TextColumn(help=HELP.get(c), width="small") for c in GAPS},
                      "year": st.column_config.NumberColumn(format="%d"),
+                     "role": st.column_config.TextColumn(width="medium"),
                      "title": st.column_config.TextColumn(width="large")})
 with tab_dist:
     long = pd.DataFrame([{"ranker": name.upper(), "walk rank": r.walk_ranks[pid], "walk score": r.result.scores[pid]}

@@ -159,7 +159,7 @@ qdf = pd.DataFrame([{"done": "✓" if (e.citing, e.cited) in mine else "", "citi
                      "cited": shorten_words(tex_plain(titles[e.cited]), 110), "decision": shown_decision(e)}
                     for e in queue])
 ev = st.dataframe(qdf, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                  key="audit_queue", height=min(35 * len(queue) + 38, 318),
+                  key=f"audit_queue_{trace.run_id}", height=min(35 * len(queue) + 38, 318),
                   column_config={"done": st.column_config.TextColumn("done", width="small", pinned=True),
                                  "decision": st.column_config.TextColumn("decision", width="small", pinned=True),
                                  # medium, stretched to share the rest of the table's width: two large ones

@@ -78,7 +78,7 @@ _APP_WORDS = (
     (re.compile(r": check that the server is running and that --base-url \(host, port and the /v1 path\) is right"),
      ". In this app: start that model server (its address is the endpoint's base_url in this server's settings "
      "file, [endpoints]), or choose another endpoint or the Offline backend under **Run settings → Model backend**."),
-    (re.compile(r"\(--source local\)|--source local"), "(Run settings → Paper source: the embedded hep-th corpus)"),
+    (re.compile(r"\(--source local\)|--source local"), "(Run settings → Paper source: the local corpus)"),
     (re.compile(r"--s2-base-url"), "the Semantic Scholar address ([s2] base_url in this server's settings file)"),
     (re.compile(r"(?:set |that )?--base-url"), "the endpoint's base_url (this server's settings file, [endpoints])"),
     (re.compile(r"--model\b"), "the endpoint's model (this server's settings file)"),

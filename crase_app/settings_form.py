@@ -17,14 +17,24 @@ import streamlit as st
 
 from crase_core.settings.config import Settings, form_specs, load_settings, with_choices
 from crase_core.settings.knobs import Spec, spec
-from crase_core.settings.pipeline import ADVANCED, PRESETS, STAGE_TITLES, STAGES, PipelineSettings
+from crase_core.settings.pipeline import (
+    ADVANCED,
+    PRESET_PURPOSE,
+    PRESETS,
+    STAGE_TITLES,
+    STAGES,
+    PipelineSettings,
+)
 from crase_core.settings.runtime import RuntimeConfig
 from crase_core.settings.s2 import S2Settings
 
-SOURCE_LABELS = {"local": "Embedded hep-th corpus (offline)", "s2": "Semantic Scholar Graph API",
+SOURCE_LABELS = {"local": "Local corpus (offline)", "s2": "Semantic Scholar Graph API",
                  "openalex": "OpenAlex API"}
 BACKEND_LABELS = {"offline": "Offline (word overlap, no model download)", "openai": "OpenAI-compatible endpoint"}
 COLUMNS = 4
+#: the tabs' short names (all six fit one row at 1440 px; the stage titles caption the rarely changed knobs)
+TAB_TITLES = {"search": "Search · seeds", "expansion": "Neighbourhood", "evidence": "Evidence · pruning",
+              "ranking": "Ranking · fusion", "budget": "Model budget"}
 
 
 def operator_settings() -> Settings:
@@ -95,7 +105,12 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     if preset_key not in st.session_state:
         st.session_state[preset_key] = base.preset
     preset = st.selectbox(preset_spec.label, list(PRESETS), key=preset_key, help=preset_spec.knob.help,
-                          on_change=_apply_preset, args=(prefix,))
+                          on_change=_apply_preset, args=(prefix,),
+                          format_func=lambda p: "paper (the paper's setting, for a model endpoint)" if p == "paper"
+                          else p)
+    if preset == "paper":
+        purpose = PRESET_PURPOSE["paper"]
+        st.warning(purpose[:1].upper() + purpose[1:] + " (Benchmark page).", icon=":material/warning:")
     # the values the widgets hold now (a rerun after a change carries them in session state)
     current = {s.name: _from_widget(s, st.session_state.get(_pipeline_key(prefix, s.name),
                                                            _to_widget(s, getattr(base, s.name))))
@@ -106,9 +121,9 @@ def pipeline_form(base: PipelineSettings, prefix: str = "set") -> dict[str, Any]
     by_name = {s.name: s for s in knobs}
     # one tab per stage with its usual knobs; the rarely changed ones of every stage fold into the last tab
     # (tabs draw all their widgets, so a value set in a hidden tab is kept)
-    groups = [(STAGE_TITLES[stage], [("", [by_name[n] for n in names if n in by_name and n not in ADVANCED])])
-              for stage, names in STAGES.items()]
-    groups.append(("Rarely changed", [(STAGE_TITLES[stage], [by_name[n] for n in names if n in by_name and n in ADVANCED])
+    groups = [(TAB_TITLES.get(stage, STAGE_TITLES[stage]),
+               [("", [by_name[n] for n in names if n in by_name and n not in ADVANCED])]) for stage, names in STAGES.items()]
+    groups.append(("Advanced", [(STAGE_TITLES[stage], [by_name[n] for n in names if n in by_name and n in ADVANCED])
                                       for stage, names in STAGES.items()]))
     for tab, (_, blocks) in zip(st.tabs([title for title, _ in groups]), groups, strict=True):
         with tab:
@@ -131,18 +146,22 @@ def settings_form(operator: Settings, prefix: str = "set") -> PipelineSettings:
     return with_choices(operator, pipeline=pipeline_form(operator.pipeline, prefix)).pipeline
 
 
-def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
+def runtime_form(operator: Settings, prefix: str = "rt", corpus: Any = None) -> dict[str, Any]:
     """Source, backend, the allowed endpoint (by name) and the source's form knobs, as JSON-able choices.
 
     Pass the result to :func:`crase_core.settings.config.with_choices` (``**choices``) or, as JSON, to
-    ``crase_app.shared.get_engine``.
+    ``crase_app.shared.get_engine``. ``corpus``: the :class:`~crase_core.views.corpora.CorpusChoice` the local
+    source opens (named in its label; its folder goes into the choices).
     """
+    labels = dict(SOURCE_LABELS)
+    if corpus is not None:
+        labels["local"] = f"Local corpus: {corpus.name} (offline)"
     sources = spec(RuntimeConfig, "source").knob.options()
     backends = spec(RuntimeConfig, "backend").knob.options()
     rt = operator.runtime
     c1, c2, c3 = st.columns(3)
     source = c1.selectbox("Paper source", sources, index=sources.index(rt.source) if rt.source in sources else 0,
-                          format_func=lambda s: SOURCE_LABELS.get(s, s), key=f"{prefix}_source",
+                          format_func=lambda s: labels.get(s, s), key=f"{prefix}_source",
                           help="Where seeds, references and citers come from. Registered sources: "
                           + ", ".join(sources))
     backend = c2.selectbox("Model backend", backends,
@@ -151,6 +170,8 @@ def runtime_form(operator: Settings, prefix: str = "rt") -> dict[str, Any]:
                            help="What plans sub-queries, extracts claims and scores entailment. Registered: "
                            + ", ".join(backends))
     choices: dict[str, Any] = {"source": source, "backend": backend}
+    if source == "local" and corpus is not None:
+        choices["corpus_dir"] = corpus.corpus_dir
     if backend == "openai":
         names = list(operator.endpoints)
         start = names.index(operator.endpoint) if operator.endpoint in names else 0

@@ -227,7 +227,15 @@ def guarded(fn: Callable[[], T], what: str) -> T | None:
 # --- page scaffolding ------------------------------------------------------------------------------------------
 CSS = """
 <style>
-.block-container {padding-top: 2.2rem; padding-bottom: 3rem; max-width: 1500px;}
+.block-container, [data-testid="stMainBlockContainer"] {padding-top: 1.4rem; padding-bottom: 3rem; max-width: 1500px;}
+h1 {padding-top: 0.6rem; padding-bottom: 0.4rem;}
+.st-key-results_bar h3 {padding: 0.2rem 0;}
+.st-key-inspector {scroll-margin-top: 4rem;}
+.st-key-results_head [data-testid="stAlertContainer"], .st-key-results_coverage [data-testid="stAlertContainer"],
+.st-key-results_warnings [data-testid="stAlertContainer"] {padding: .4rem .8rem;}
+.st-key-results_head [data-testid="stAlert"] p, .st-key-results_coverage [data-testid="stAlert"] p,
+.st-key-results_warnings [data-testid="stAlert"] p, .st-key-results_warnings [data-testid="stCaptionContainer"] p
+{font-size: .86rem; line-height: 1.35;}
 h1 {font-weight: 700; letter-spacing: -0.01em;}
 [data-testid="stMetricValue"] {font-size: 1.45rem; font-weight: 600;}
 [data-testid="stMetricLabel"] p {font-size: 0.82rem; color: #56616c;}
@@ -497,10 +505,12 @@ def matrix_chart(edge: EdgeRecord, theta: float, citing: Sequence[tuple[str, str
         text=value, color=colour, tooltip=tooltip)
     strong = base.transform_filter(alt.datum["supports"]).mark_text(fontSize=13, fontWeight="bold").encode(
         text=value, color=colour, tooltip=tooltip)
-    # room on the right: Vega fits the chart to its width from an estimate of the slanted column labels that
-    # falls a few pixels short of the last one
-    return (rect + outline + text + strong).properties(height=alt.Step(44), padding={"left": 5, "top": 5, "right": 24,
-                                                                                    "bottom": 5})
+    # room on the right for the last column's label, which slants up and to the right past the map's edge: its
+    # length at 12 px (about 6.6 px a character, at most the label limit) along the slant, less half a column
+    last = x_order[-1] if x_order else ""
+    right = int(max(24.0, min(260.0, 6.6 * len(last)) * math.cos(math.radians(22)) - 30.0))
+    return (rect + outline + text + strong).properties(height=alt.Step(44), padding={"left": 5, "top": 5,
+                                                                                    "right": right, "bottom": 5})
 
 
 def scorer_badge(e: EdgeRecord) -> None:

@@ -65,6 +65,11 @@ def graph_component_dir() -> Path:
     return ui_assets_dir() / "graph_component"
 
 
+def page_icon_file() -> Path:
+    """The explorer's page icon (a PNG shipped with it: no icon is fetched from a font or emoji server)."""
+    return ui_assets_dir() / "page_icon.png"
+
+
 def demo_queries_file() -> Path:
     """The demo queries the Search page offers (JSON list of ``{"label", "query", "source"}``)."""
     return ui_assets_dir() / "demo_queries.json"

@@ -73,9 +73,10 @@ def test_search_runs_saves_and_escapes(app_env):
     assert not [i for i in at.info if "model calls" in i.value]
     assert any("Rank" in m.value and "papers" in m.value for m in at.markdown)
     # the fixture corpus has no embeddings: the Search page says semantic feedback is off and how to turn it on
+    # (in the app: the corpus's Embed button)
     assert not trace.semantic_feedback
     assert any(c.value.startswith("Semantic feedback off\\: no embeddings for the corpus hostile\\_corpus") and
-               "crase corpus embed" in c.value for c in at.caption), [c.value for c in at.caption if "emantic" in c.value]
+               "Embed this corpus" in c.value for c in at.caption), [c.value for c in at.caption if "emantic" in c.value]
 
 
 def test_empty_query_and_estimate_budget(app_env):
@@ -236,6 +237,8 @@ def test_settings_form_is_generated_presets_and_inapplicable_knobs(app_env):
     assert not at.exception
     assert at.slider(key="set_alpha").value == 0.15 and at.selectbox(key="set_personalization").value == "uniform"
     assert at.number_input(key="set_text_candidates").value == 0 and at.slider(key="set_query_power").disabled
+    # the preset says what it is for and what it costs offline (issue 32)
+    assert any("meant for a model endpoint" in w.value and "Recall@5 0.011 vs 0.863" in w.value for w in at.warning)
     at = _search(at, QUERY)
     assert not at.exception and not at.error
     assert at.session_state["trace"].settings == PipelineSettings.from_preset("paper")

@@ -43,8 +43,14 @@ def test_every_embedded_paper_gets_claims(hepth_source):
     counts = [len(cs.claims) for cs in sets]
     assert min(counts) >= 1 and max(counts) <= 5
     pairs = [(cs, p) for cs, p in zip(sets, papers, strict=True) if p.has_abstract]
-    # 4–5 whenever the abstract has enough sentences or clauses; a shorter abstract gives fewer claims
-    assert sum(4 <= len(cs.claims) <= 5 for cs, _ in pairs) / len(pairs) > 0.6
+    # every claim is one whole sentence of the abstract (never a clause cut from one); 4–5 whenever the abstract
+    # has that many sentences of three words or more, else all of them
+    for cs, p in pairs:
+        sentences = [p.abstract[s:e] for s, e in split_sentences(p.abstract)]
+        long = [x for x in sentences if len(x.split()) >= 3] or sentences
+        assert all(c.source_phrase in sentences for c in cs.claims), p.id
+        assert len(cs.claims) == min(len(long), 5), p.id
+    assert sum(4 <= len(cs.claims) <= 5 for cs, _ in pairs) / len(pairs) > 0.5
     assert all(c.verbatim for cs in sets for c in cs.claims)
     # a claim is a piece of the abstract, never the paper's title
     for cs, p in pairs:
@@ -52,14 +58,18 @@ def test_every_embedded_paper_gets_claims(hepth_source):
         assert " ".join(p.title.split()) not in [c.text for c in cs.claims] or p.title in p.abstract, p.id
 
 
-def test_short_abstract_is_split_into_clauses_never_the_title():
+def test_short_abstract_gives_whole_sentences_never_clauses_or_the_title():
+    """A claim is never cut mid-sentence (issue 32): a short abstract gives fewer claims, each a whole sentence."""
     p = Paper("x", "A title about strings", "We compute the spectrum of strings on a circle; the result agrees with "
-              "the known duality, and we show that the tachyon is absent.")
+              "the known duality, and we show that the tachyon is absent. The D-string of type I string theory "
+              "is a topological soliton of the heterotic string.")
     cs = EX.extract(p)
-    assert [c.text for c in cs.claims] == ["We compute the spectrum of strings on a circle",
-                                           "the result agrees with the known duality",
-                                           "and we show that the tachyon is absent."]
-    assert all(c.verbatim for c in cs.claims) and "short abstract: 3 claim(s)" in cs.notes
+    assert [c.text for c in cs.claims] == [
+        "We compute the spectrum of strings on a circle; the result agrees with the known duality, and we show "
+        "that the tachyon is absent.",
+        "The D-string of type I string theory is a topological soliton of the heterotic string."]
+    assert all(c.verbatim for c in cs.claims) and "short abstract: 2 claim(s)" in cs.notes
+    assert EX.identity == "extractive-claims/v3"  # the cache key names the version: v2's clauses are not reused
     one = EX.extract(Paper("z", "The title", "A single short sentence here."))
     assert [c.text for c in one.claims] == ["A single short sentence here."] and not one.title_only
 

@@ -13,6 +13,7 @@ Ages are measured from 2003 (the run's `now`): A 4, B 5, S1 2, X 7 years.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,3 +134,26 @@ def test_the_paper_preset_is_the_papers_configuration_and_what_the_cli_resolves(
     assert settings_from_args(args).pipeline == PAPER
     args = build_parser().parse_args(["query", "x", "--preset", "paper", "--alpha", "0.2"])
     assert settings_from_args(args).pipeline == PAPER.replace(alpha=0.2)  # an explicit flag wins over the preset
+
+
+def test_the_paper_presets_cost_offline_is_what_the_dev_runs_measured(capsys):
+    """The preset says what it is for and what it costs offline (issue 32) in --help, the app's warning and the
+    README; the numbers it quotes are the dev runs' (benchmarks/results/<set>/{paper,crase}/run.json.gz)."""
+    from crase_core.cli.main import build_parser
+    from crase_core.evaluation.run_file import read_run
+    from crase_core.settings.pipeline import PRESET_PURPOSE
+
+    root = Path(__file__).resolve().parents[1]
+    words = PRESET_PURPOSE["paper"]
+    assert "model endpoint" in words
+    summary = {(bench, run): read_run(root / "benchmarks" / "results" / bench / run / "run.json.gz").summary
+               for bench in ("hepth_litsearch_dev", "hepth_refs_dev") for run in ("paper", "crase")}
+    for bench, label in (("hepth_litsearch_dev", "questions"), ("hepth_refs_dev", "citation lists")):
+        p, d = summary[bench, "paper"], summary[bench, "crase"]
+        assert (f"{label} Recall@5 {p['recall@5']:.3f} vs {d['recall@5']:.3f}, "
+                f"MAP@50 {p['map@50']:.3f} vs {d['map@50']:.3f}") in words
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["query", "--help"])
+    assert "meant for a model endpoint" in " ".join(capsys.readouterr().out.split())
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert "Recall@5 0.011" in readme and "for a model endpoint" in readme

@@ -75,6 +75,49 @@ def test_the_app_parts_table_escapes_titles_and_sums_to_the_score(hostile_trace)
         assert "<script>" not in table and "](javascript" not in table
         assert f"**{sum(p.value for p in r.score_parts):.5f}**" in table
         rows = [line for line in table.splitlines() if line.startswith("| ") and "↳" not in line]
-        assert len(rows) >= len(r.score_parts) + 2  # header, one row per part, the sum
+        weighty = [p for p in r.score_parts if abs(p.value) >= 5e-6]
+        assert len(rows) >= len(weighty) + 2  # header, one row per part that carries weight, the sum
+        assert "| 0.00000 |" not in table and "| -0.00000 |" not in table  # no row without weight
+        hidden = len(r.score_parts) - len(weighty)
+        assert (f"{hidden} part" in table) == (hidden > 0)
         short = parts_markdown(hostile_trace, r, limit=3)
         assert f"**{sum(p.value for p in r.score_parts):.5f}**" in short
+
+
+def test_terms_in_words_and_formulas_one_click_away(hostile_trace):
+    """"Why this rank" in words: each term that carries weight as a sentence with its value and share; the
+    formulas with their numbers (the expander's caption) name every term."""
+    from crase_app.display import md_escape
+    from crase_app.why import formulas_markdown, terms_in_words
+    from crase_core.views.score_words import term_words
+
+    assert term_words("fused-rank term", "(1 − μ)/(k + r), r = 6 the rank by the restart fusion (1 − λ)·π/max π "
+                      "+ λ·t^γ/max t^γ, μ(q) = 0.6, k = 10") == (
+        "its place (#6) when the citation walk and the text search are blended: the higher the place, the "
+        "larger this part")
+    assert term_words("search-rank term", "μ/(k + s), s = 2 the paper's rank in the full-query search") == (
+        "its place (#2) in the text search for the whole question")
+    for r in hostile_trace.results:
+        words = terms_in_words(r)
+        formulas = formulas_markdown(r)
+        assert "(1 − μ)" not in words and "max π" not in words  # no formula in the words
+        for p in r.score_parts:
+            if p.term:
+                assert md_escape(p.part.split(" · ")[0]) in formulas
+        assert all("of the score)" in line for line in words.splitlines())
+
+
+def test_a_long_title_never_pushes_out_the_year_and_id(hostile_trace):
+    """`crase query`'s list: a title too long for the line is cut, the year and id after it always show."""
+    import dataclasses
+
+    from crase_core.cli.main import format_trace
+
+    r = hostile_trace.results[0]
+    long_title = "A very long title about holographic entanglement entropy " * 4
+    nodes = [dataclasses.replace(n, paper=dataclasses.replace(n.paper, title=long_title)) if n.paper.id == r.paper_id
+             else n for n in hostile_trace.nodes]
+    text = format_trace(dataclasses.replace(hostile_trace, nodes=nodes), k=1, width=100)
+    head = next(line for line in text.splitlines() if line.startswith(f"{r.rank:>3}. ["))
+    year = hostile_trace.node(r.paper_id).paper.year
+    assert head.endswith(f" ({year or 'n.d.'}) — {r.paper_id}") and len(head) <= 100 and "…" in head

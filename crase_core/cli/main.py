@@ -95,9 +95,12 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         p = papers[r.paper_id]
         authors = printable(to_plain(", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")))
         mark = " [in your library]" if r.in_library else ""
-        head = f"{r.rank:>3}. [{r.score:.4f}]{mark} {printable(to_plain(p.title))} ({p.year or 'n.d.'}) — {printable(p.id)}"
-        lead = head[: len(head) - len(head.lstrip())]  # shorten() drops leading spaces: keep the rank aligned
-        lines.append(lead + textwrap.shorten(head, width=width - len(lead), placeholder="…"))
+        front = f"{r.rank:>3}. [{r.score:.4f}]{mark} "
+        tail = f" ({p.year or 'n.d.'}) — {printable(p.id)}"
+        # a long title is cut, never the year and id after it
+        title = textwrap.shorten(printable(to_plain(p.title)), width=max(width - len(front) - len(tail), 12),
+                                 placeholder="…")
+        lines.append(front + title + tail)
         if authors:
             lines.append("       " + textwrap.shorten(authors, width=width - 7, placeholder="…"))
         lines.append("       " + textwrap.shorten(f"why: {printable(to_plain(r.reason))}", width=width - 7, placeholder="…"))
@@ -124,9 +127,9 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         printable(f"Source: {trace.source} (filter: {trace.source_filter}); backend: {trace.backend.get('backend')} "
                   f"[{trace.backend.get('extractor')}, {trace.backend.get('scorer')}]"),
     ]
-    if trace.semantic_note and trace.semantic_note not in trace.warnings:
-        note = trace.semantic_note
-        lines.append(printable(note[:1].upper() + note[1:]))
+    for note in (trace.semantic_note, trace.dense_note):
+        if note and note not in trace.warnings:
+            lines.append(printable(note[:1].upper() + note[1:]))
     if trace.library is not None:
         lib = trace.library
         found = lib.found_ids

@@ -2,8 +2,8 @@
 
 ``ClaimExtractor`` is the interface (batch in, batch out, so a model backend
 can run its calls concurrently). :class:`ExtractiveClaimExtractor` is the
-offline implementation: it does not paraphrase, it *selects* abstract
-sentences (or clauses of them) and types them with cue-word rules, so every
+offline implementation: it does not paraphrase, it *selects* whole abstract
+sentences and types them with cue-word rules, so every
 claim's ``source_phrase`` is a verbatim span of the paper's text by
 construction (and is still checked).
 """
@@ -80,26 +80,6 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_CLAUSE_CUTS = re.compile(
-    r";\s+|:\s+|,\s+(?=and\b|while\b|whereas\b|which\b|where\b|but\b|thus\b|so that\b|leading\b|yielding\b)"
-    r"|\s+(?=and (?:we )?(?:also )?(?:show|find|derive|obtain|compute|calculate|discuss|argue|prove|study|construct|"
-    r"determine|propose|present|demonstrate)\b)"
-)
-
-
-def _split_clauses(text: str, span: tuple[int, int]) -> list[tuple[int, int]]:
-    s, e = span
-    cuts = [m for m in _CLAUSE_CUTS.finditer(text, s, e)]
-    pieces = []
-    cur = s
-    for m in cuts:
-        if m.start() - cur >= 25 and e - m.end() >= 25:
-            pieces.append((cur, m.start()))
-            cur = m.end()
-    pieces.append((cur, e))
-    return pieces if len(pieces) > 1 else [span]
-
-
 # --- typing -----------------------------------------------------------------------------------
 
 _EMPIRICAL = re.compile(
@@ -166,15 +146,15 @@ def _salience(sentence: str, position: int) -> float:
 
 
 class ExtractiveClaimExtractor:
-    """Offline extractor: selects 4–5 abstract sentences (clauses when too few), typed by cue words.
+    """Offline extractor: selects 4–5 whole abstract sentences, typed by cue words.
 
     Not a paraphraser and not a language model: a claim's text is its source
-    sentence with whitespace normalised. A claim is always a piece of the abstract: a short abstract
-    gives fewer claims, never the title as one of them. Papers whose abstract is empty get the title
+    sentence with whitespace normalised (never a clause cut from one). A claim is always a sentence of the
+    abstract: a short abstract gives fewer claims, never the title as one of them. Papers whose abstract is empty get the title
     as their only claim (``title_only``, said so in the claim set's notes).
     """
 
-    identity = "extractive-claims/v2"
+    identity = "extractive-claims/v3"  # v3: whole sentences only (v2 cut short abstracts into clauses)
 
     def extract_many(self, papers: Sequence[Paper]) -> list[ClaimSet]:
         return [self.extract(p) for p in papers]
@@ -185,16 +165,7 @@ class ExtractiveClaimExtractor:
             return ClaimSet(paper.id, [claim], self.identity, title_only=True,
                             notes=["no abstract: the title is the only claim"])
         text = paper.abstract
-        spans = split_sentences(text)
-        if len(spans) < MIN_CLAIMS:
-            # split the longest sentences into clauses until there are enough pieces
-            for span in sorted(spans, key=lambda s: s[0] - s[1]):
-                if len(spans) >= MIN_CLAIMS:
-                    break
-                pieces = _split_clauses(text, span)
-                if len(pieces) > 1:
-                    idx = spans.index(span)
-                    spans[idx : idx + 1] = pieces
+        spans = split_sentences(text)  # whole sentences only: a clause cut from one reads as a broken claim
         spans = [s for s in spans if len(text[s[0] : s[1]].split()) >= 3] or spans
         if len(spans) > MAX_CLAIMS:
             ranked = sorted(

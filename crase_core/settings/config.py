@@ -438,11 +438,12 @@ def form_specs(cls: type) -> tuple[Spec, ...]:
 
 def with_choices(settings: Settings, *, pipeline: Mapping[str, Any] | None = None, source: str | None = None,
                  backend: str | None = None, endpoint: str | None = None,
-                 s2: Mapping[str, Any] | None = None) -> Settings:
+                 s2: Mapping[str, Any] | None = None, corpus_dir: str | None = None) -> Settings:
     """A visitor's form values over the operator's ``settings``.
 
     Only form knobs are accepted; the model endpoint is chosen by name among ``settings.endpoints``
-    (never a URL), and gets only its own key.
+    (never a URL), and gets only its own key. ``corpus_dir``: the local corpus folder, one the front end
+    offered (``crase_core.views.corpora``: the embedded, the operator's or an imported corpus).
     """
     def allowed(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
         names = {s.name for s in form_specs(cls)}
@@ -466,5 +467,5 @@ def with_choices(settings: Settings, *, pipeline: Mapping[str, Any] | None = Non
         raise InputError("choose one of the operator's model endpoints")
     s2_settings = replace(runtime.s2, **allowed(S2Settings, s2)) if s2 else runtime.s2
     new_runtime = replace(runtime, source=source or runtime.source, backend=backend or runtime.backend, llm=llm,
-                          s2=s2_settings)
+                          s2=s2_settings, corpus_dir=corpus_dir or runtime.corpus_dir)
     return replace(settings, pipeline=pipe, runtime=new_runtime, endpoint=chosen)

@@ -731,7 +731,7 @@ def cluster_layout(trace: RunTrace, view: GraphView, groups: Communities | None 
         for p, (px, py) in local.items():
             pos[p] = (cx + px, cy + py)
         captions.append({"x": cx, "y": cy - r - 28.0, "label": caption(c, len(pids)), "cluster": c, "r": r,
-                         "cx": cx, "cy": cy})
+                         "w": w, "cx": cx, "cy": cy})  # w: the slot's width, the room its caption was given
         x += w + CLUSTER_GAP
         row_h = max(row_h, 2 * r + 44.0)
     return Layout(pos, captions=captions, groups=of)

@@ -10,6 +10,7 @@ result's score parts (:mod:`crase_core.ranking.score_parts`) in words. Pure func
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from crase_core.records import PathShare, RankedPaper, ScorePart
@@ -113,6 +114,32 @@ def source_words(trace: RunTrace, component: str, source: str | None) -> str:
     except KeyError:
         title = source
     return f"restart at “{_short(to_plain(title))}”"
+
+
+#: a value shown with 5 decimals that reads 0.00000 carries no weight in the score
+NEGLIGIBLE = 5e-6
+_NUMBER = {name: re.compile(rf"\b{name} = (\d+)") for name in ("r", "s", "r_t")}
+
+
+def term_words(short: str, label: str) -> str:
+    """A fusion term (:class:`~crase_core.records.FusionTerm` ``short``, ``label``) in plain words, with the
+    place it was computed from (``#6``); the formula itself stays in ``label``."""
+    def place(name: str) -> str:
+        m = _NUMBER[name].search(label)
+        return f" (#{m.group(1)})" if m else ""
+
+    words = {
+        "fused-rank term": f"its place{place('r')} when the citation walk and the text search are blended: the "
+                           "higher the place, the larger this part",
+        "search-rank term": f"its place{place('s')} in the text search for the whole question",
+        "walk-rank term": f"its place{place('r')} in the citation walk's ranking",
+        "text-rank term": f"its place{place('r_t')} in the text search for the whole question",
+        "walk score": "its score in the citation walk",
+        "walk term": "its citation-walk score, as a share of the best paper's",
+        "text term": "its text-search score, as a share of the best paper's",
+        "text floor": "a guaranteed place among the text search's top hits",
+    }
+    return words.get(short, short)
 
 
 def why_line(trace: RunTrace, result: RankedPaper) -> str:

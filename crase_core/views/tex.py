@@ -173,7 +173,7 @@ _MATH_MACROS = {"a": "α", "b": "β", "g": "γ", "d": "δ", "e": "ε", "k": "κ"
 
 # commands, $ / $$, the characters that mean something, runs of dashes, and runs of anything else (spaces,
 # single hyphens and quotes included: they are rewritten inside the run)
-_TOKEN = re.compile(r"\\(?:[A-Za-z]+\*?|.)?|\$\$?|[{}^_~]|-{2,3}>?|-?[^\\{}$^_~-]+(?:-[^\\{}$^_~-]+)*(?:-(?!-))?",
+_TOKEN = re.compile(r"\\(?:[A-Za-z]+\*?|.)?|\$\$?|[{}^_~]|-{2,3}>?|-?[^\\{}$^_~-]+(?:-[^\\{}$^_~-]+)*(?:-(?!-))?|-",
                     re.DOTALL)
 _SPECIAL = re.compile(r"[\\$^_{}~]|--|''|``")
 

@@ -116,6 +116,7 @@ HEAT_MAP_JS = """el => {
     legend: legend ? box(legend) : null,
     legend_labels: [...el.querySelectorAll(".role-legend-label text")].map(t => t.textContent),
     legend_label_boxes: [...el.querySelectorAll(".role-legend-label text")].map(box),
+    axis_label_boxes: [...el.querySelectorAll(".role-axis-label text")].map(box),
     cells: [...el.querySelectorAll(".layer_0_marks path")].map(box),
     values: [...el.querySelectorAll(".layer_2_marks text, .layer_3_marks text")].map(
       t => ({text: t.textContent, bold: !!t.closest(".layer_3_marks"), at: box(t)})),

@@ -69,6 +69,7 @@ def test_app_default_query_through_the_real_server_within_60_calls(tmp_path, mon
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "12_real_model_results.png"), full_page=True)
             served = _requests(server.log_path) - before
+            page.get_by_role("button", name="This run in numbers").click()  # the run's numbers sit in it
             shown = _metric(page, "model calls")
             print(f"\nfirst run: {first_s:.0f} s, {served} chat requests served, {shown} model calls shown")
             assert 0 < served <= 60 and shown == served

@@ -82,7 +82,7 @@ MATRIX_NAMES = {"model": "Entailment (model)", "offline": "Word-overlap support"
 def _judge_row(page: Page, row: int, keep: bool, edge: EdgeRecord) -> None:
     """Select queue row ``row`` (``edge``) and record a blind judgement on it; wait for the edge's inspector:
     the pipeline's decision, now shown, and the heat map's caption naming the scorer that decided the edge."""
-    grid = page.locator(".st-key-audit_queue").first
+    grid = page.locator("[class*='st-key-audit_queue_']").first
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     assert box is not None
@@ -160,7 +160,7 @@ def test_audit_page_after_a_verdict_keeps_its_heat_map_and_claim_tables(app_run,
     page.set_viewport_size({"width": size[0], "height": size[1]})
     try:
         _open_audit(page, f"layout-{size[0]}")
-        scroller = page.locator(".st-key-audit_queue .dvn-scroller").first
+        scroller = page.locator("[class*='st-key-audit_queue_'] .dvn-scroller").first
         scroller.wait_for(timeout=30_000)
         overflow = scroller.evaluate("e => e.scrollWidth - e.clientWidth")
         assert overflow <= 1, f"the queue's columns run {overflow} px past the table (the cited titles are cut)"
@@ -175,6 +175,10 @@ def test_audit_page_after_a_verdict_keeps_its_heat_map_and_claim_tables(app_run,
         theta = trace.threshold(edge)[1]
         assert shown["grid"] == [[(shown_cell(x), x >= theta) for x in r] for r in edge.matrix], shown["grid"]
         _legend_labels_fit(shown, trace, edge)
+        # every claim label of both axes inside the chart (the last column's slanted label is not clipped)
+        width, height = shown["svg"][2], shown["svg"][3]
+        assert shown["axis_label_boxes"] and all(b[0] >= -1 and b[2] <= width + 1 and b[1] >= -1 and b[3] <= height + 1
+                                                 for b in shown["axis_label_boxes"]), (shown["axis_label_boxes"], width)
         tables = _claim_tables(page)
         page.locator("[data-testid='stColumn']", has_text="Claims of v").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)

@@ -52,8 +52,10 @@ def test_six_sessions_query_at_once(tmp_path):
         shown_ids = []
         SHOTS.mkdir(parents=True, exist_ok=True)
         for i, (page, query) in enumerate(zip(pages, queries, strict=True)):
+            page.get_by_text("Why it is here:").first.wait_for(timeout=180_000)
+            page.get_by_role("button", name="This run in numbers").click()  # the run's caption sits in it
             caption = page.get_by_text(f"Query: {query}").first
-            caption.wait_for(timeout=180_000)
+            caption.wait_for(timeout=30_000)
             page.wait_for_timeout(300)
             page.mouse.move(5, 5)
             page.screenshot(path=str(SHOTS / f"sessions_{i + 1}.png"), full_page=False)

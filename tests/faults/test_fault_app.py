@@ -408,3 +408,26 @@ def test_a_model_endpoint_that_is_down_says_what_to_do_here_and_hides_the_earlie
     assert not [s for s in at.subheader if s.value == "Results"]
     assert any("No results for this search" in c.value and QUERY in c.value for c in at.caption)
     assert at.session_state["trace"].query == QUERY  # that run stays open for the other pages
+
+
+@pytest.mark.fault_kind("app-corpus-path-escapes")
+def test_the_corpus_path_box_opens_nothing_outside_the_corpora_folder(app_env, tmp_path, monkeypatch):
+    """A typed corpus folder outside <cache>/corpora (absolute, ../, or a link leading out) is refused with a
+    one-line message; the chosen corpus stays what it was and nothing of the folder is read."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_corpus import write_corpus
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CRASE_CACHE_DIR", str(cache))
+    private = write_corpus(tmp_path / "private" / "secret-corpus")
+    (cache / "corpora").mkdir(parents=True)
+    (cache / "corpora" / "leak").symlink_to(private, target_is_directory=True)
+    at = _app()
+    before = at.selectbox(key="corpus_pick").value
+    for typed in (str(private), "../../private/secret-corpus", "leak", "/etc"):
+        at.text_input(key="corpus_path").input(typed).run()
+        assert not at.exception
+        errors = [e.value for e in at.error]
+        assert len(errors) == 1 and "\n" not in errors[0], typed
+        assert at.selectbox(key="corpus_pick").value == before
+        assert all("secret-corpus" not in o for o in at.selectbox(key="corpus_pick").options)

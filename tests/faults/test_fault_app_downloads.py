@@ -37,7 +37,7 @@ def test_quick_successive_downloads_all_arrive(tmp_path):
         box.wait_for(timeout=30_000)
         box.fill(QUERY)
         page.get_by_role("button", name="Search").first.click()
-        page.get_by_text(f"Query: {QUERY}").first.wait_for(timeout=90_000)
+        page.get_by_text("Why it is here:").first.wait_for(timeout=90_000)  # the results are drawn
         page.get_by_role("link", name="Runs").click()
         buttons = page.locator("[data-testid='stDownloadButton'] button")
         buttons.first.wait_for(timeout=30_000)

@@ -371,8 +371,10 @@
       ctx.save();
       ctx.font = "600 13px system-ui, sans-serif";
       captions.forEach(function (c) {
-        // a caption as wide as its disc at this zoom: drop its last terms ("a · b · c (n)" → "a (n)"), then cut
-        var room = Math.max(70, (2 * (c.r || 40) + 44) * v.s), d = toDOM(v, { x: c.x, y: c.y });
+        // a caption as wide as its slot at this zoom (the layout made the slot as wide as the whole caption):
+        // with most of the gap to the next slot; drop its last terms ("a · b · c (n)" → "a (n)"), then cut,
+        // only when zoomed out below that (captions that would overlap are not drawn)
+        var room = Math.max(70, ((c.w || 2 * (c.r || 40) + 44) + 60) * v.s), d = toDOM(v, { x: c.x, y: c.y });
         var text = fitCaption(ctx, String(c.label), room), w = ctx.measureText(text).width + 6;
         var b = { id: "cluster:" + c.cluster, text: text, x: d.x - w / 2, y: d.y - 15, w: w, h: 16, caption: true };
         if (placed.some(function (o) { return boxesOverlap(b, o); })) return;
