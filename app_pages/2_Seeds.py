@@ -45,6 +45,14 @@ if trace.semantic_feedback:
 elif semantic > 0:
     st.caption(md_escape(trace.semantic_note or "Semantic feedback is not available for this corpus") + ": the "
                "search ranks by its words.")
+if trace.dense_question:
+    uses = [f"{name} (w_q = {w:g})" for name, w in (
+        ("the question's own seeds", trace.settings.dense_seed_weight),
+        ("the walk's restart", trace.settings.dense_restart_weight),
+        ("the final ranking's list", trace.settings.dense_fusion_weight)) if w > 0]
+    st.caption("The question itself is embedded and the papers nearest it join " + ", ".join(uses) + ": a paper "
+               "that means what the question asks rises even when it shares few of its words. "
+               + md_escape(trace.dense_note[:1].upper() + trace.dense_note[1:]))
 
 # widths (pixels) that fit the page at 1440 px: the title takes most (a typical title shows whole); a cell's
 # full text shows on a double click

@@ -45,10 +45,12 @@ class Run(NamedTuple):
 #: μ 0.4 fixed (theta_lexical 0.15 — the word-overlap share the logistic scale of that time read as 0.75 —,
 #: query_seeds 0, text_rank_weight 0.4, text_rank_confidence 0). The runs defined as "that default + X" name
 #: these values, so they still run what they ran.
-ROUND3: dict[str, Any] = {**ROUND3_DEFAULTS, "text_matches": 0}
+#: the default before issue 30 embedded the question: every dense weight 0. The runs of issue 30 name it.
+DENSE_OFF: dict[str, Any] = {"dense_seed_weight": 0.0, "dense_restart_weight": 0.0, "dense_fusion_weight": 0.0}
+ROUND3: dict[str, Any] = {**ROUND3_DEFAULTS, "text_matches": 0, **DENSE_OFF}
 #: issue 22's default: what issue 30 changed, at issue 22's values (no top text match kept without a kept edge;
 #: a node left without one is pruned). Every run defined on an earlier default names it too.
-ISSUE22: dict[str, Any] = {"text_matches": 0}
+ISSUE22: dict[str, Any] = {"text_matches": 0, **DENSE_OFF}
 #: round 6's default: what issue 22 changed (pruning of the word-overlap scorer's edges), at round 6's values
 #: (θ_lexical 0: every such edge kept with Δ = 1). The runs of round 6 and "round6-default" name it.
 ROUND6: dict[str, Any] = {"theta_lexical": 0.0, "tau_lexical": 0.0, **ISSUE22}
@@ -207,6 +209,17 @@ RUNS: dict[str, Run] = {
                                      f"round 5's default with semantic feedback w_s {w:g} in the final fusion's "
                                      "list only (seeds and the walk's restart keep the search's own)")
        for w in (0.3, 0.4, 0.5, 0.6)},
+    # issue 30 item 2: the question embedded (crase_core.retrieval.dense), each use on its own, on the default
+    # before it (DENSE_OFF: the question not embedded)
+    "no-dense": Run("crase", dict(DENSE_OFF), "the default without the question's embedding (every dense weight 0): "
+                    "the default before issue 30"),
+    **{f"dense-{use}-{w:g}": Run("crase", {**DENSE_OFF, f"dense_{knob}_weight": w},
+                                 f"the default with the question's embedding fused into {what} (w_q {w:g})")
+       for use, knob, what, weights in (
+           ("fusion", "fusion", "the final fusion's list (text candidates, fusion, floor)", (0.2, 0.4, 0.5, 0.6)),
+           ("restart", "restart", "the walk's restart list", (0.4,)),
+           ("seeds", "seed", "the question's own seeds", (0.3,)))
+       for w in weights},
     # issue 14, round 5: each part of the default (round 5's configuration) ablated: only that part changes
     # issue 14, round 6: round 6's default's stages ablated (only that part changes)
     **{name: Run("crase", {**ROUND6, **change}, what, variant)
@@ -282,6 +295,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "round6-default", "crase", "prune-theta-0.07", "prune-theta-0.04-tau-0.4", "prune-theta-0.15"),
     "issue 30: one θ per edge, τ_lexical and the top text matches": (
         "crase", "issue22-default", "no-text-matches", "text-matches-10"),
+    "issue 30: the question embedded (each use, its weight)": (
+        "no-dense", "dense-fusion-0.2", "dense-fusion-0.4", "dense-fusion-0.5", "dense-fusion-0.6", "dense-restart-0.4",
+        "dense-seeds-0.3"),
     "every measured configuration": tuple(RUNS),
 }
 DEFAULT_RUNS = ("crase", "round6-default", "round5-default", "round3-default", "bm25", "seeds", "ppr-unpruned", "citations", "recency", "paper",

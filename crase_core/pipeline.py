@@ -29,6 +29,7 @@ from crase_core.errors import InputError
 from crase_core.llm.spend import SpendMeter
 from crase_core.paper_source import PaperSource
 from crase_core.records import Budget, EdgeMatrix, PlanResult, RecallEstimate
+from crase_core.retrieval.dense import QuestionEmbedder
 from crase_core.retrieval.library import mark_in_library
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.budget import CachedWork, check_budget, count_budget
@@ -50,14 +51,20 @@ MAX_QUERY_CHARS = 2000
 
 @dataclass
 class Engine:
-    """What a run talks to: a paper source, a model backend, (optionally) the result cache, and the
-    run's overall deadline in seconds (``deadline_s``; None: none, see :mod:`crase_core.deadline`)."""
+    """What a run talks to: a paper source, a model backend, (optionally) the result cache, the run's
+    overall deadline in seconds (``deadline_s``; None: none, see :mod:`crase_core.deadline`), and what embeds
+    the question (``embedder``; None: the on-device model through the result cache, loaded only when needed)."""
 
     source: PaperSource
     backend: ModelBackend
     cache: ResultCache | None = None
     deadline_s: float | None = None
     recall_calibration: str | None = None  # the recall calibration file the settings name (None: look it up)
+    embedder: QuestionEmbedder | None = None
+
+    def question_embedder(self) -> QuestionEmbedder:
+        """``embedder``, or the on-device model's through this engine's result cache."""
+        return self.embedder if self.embedder is not None else QuestionEmbedder(self.cache)
 
 
 @dataclass
@@ -179,7 +186,8 @@ def build_graph(query: str, engine: Engine, settings: PipelineSettings | None = 
     with clock("plan"):
         planning = plan_query(q, components, settings, progress)
     with clock("seeds"):
-        seeds = find_seeds(q, planning.plan, engine.source, settings, progress, seeding)
+        seeds = find_seeds(q, planning.plan, engine.source, settings, progress, seeding,
+                           embedder=engine.question_embedder())
     components.counters.search_calls += seeds.search_calls
     with clock("expansion"):
         expansion = expand_seeds(seeds.seeds, seeds.query_hits, seeds.query_papers, engine.source,
@@ -323,6 +331,8 @@ def assemble_trace(build: GraphBuild, settings: PipelineSettings, engine: Engine
         library=seeding.library,
         semantic_feedback=seeding.semantic_feedback,
         semantic_note=seeding.semantic_note,
+        dense_question=seeding.dense_question,
+        dense_note=seeding.dense_note,
     )
     identity: list[object] = [trace.query, trace.settings.__dict__, trace.source, trace.source_filter,
                               trace.backend, trace.reference_year]

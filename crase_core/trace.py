@@ -57,7 +57,9 @@ ROUND3_DEFAULTS: dict[str, Any] = {"L_offline": 5, "theta_lexical": 0.15, "tau_l
                                    "proximity_weight": 0.0, "proximity_window_weight": 0.0,
                                    "anchor_restart_weight": 0.0, "text_rank_weight": 0.4,
                                    "text_rank_confidence": 0.0, "text_rank_specificity": 0.0,
-                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all"}
+                                   "semantic_feedback_weight": 0.0, "semantic_feedback_scope": "all",
+                                   "dense_seed_weight": 0.0, "dense_restart_weight": 0.0,
+                                   "dense_fusion_weight": 0.0}
 #: the largest trace file :func:`load` reads (a cap, so a huge or endless file cannot exhaust memory).
 MAX_TRACE_BYTES = 512 << 20
 
@@ -102,6 +104,10 @@ class RunTrace:
     semantic_note: str = ""
     #: the run's estimate of its own recall@k (None in a trace written before estimates: nothing is guessed for it)
     recall_estimate: RecallEstimate | None = None
+    #: whether the question was embedded and fused with the search (crase_core.retrieval.dense)
+    dense_question: bool = False
+    #: what the question's embedding read (model), or why the run ranked by words
+    dense_note: str = ""
     trace_version: int = TRACE_VERSION
 
     # --- convenient views (not serialised) ---
@@ -224,7 +230,20 @@ def migrate(data: dict) -> dict:
     while version < TRACE_VERSION:
         data = MIGRATIONS[version](data)
         version += 1
-    return data
+    return _fill_dense_knobs(data)
+
+
+#: the knobs of the question's embedding (issue 30): a trace written before them ran without it
+DENSE_KNOBS = ("dense_seed_weight", "dense_restart_weight", "dense_fusion_weight")
+
+
+def _fill_dense_knobs(data: dict) -> dict:
+    """``data`` with the dense knobs its settings do not record set to 0 (what such a run did: the question was
+    not embedded), so the settings shown, re-ranked and exported are the run's. ``data`` itself is not changed."""
+    settings = data.get("settings")
+    if not isinstance(settings, dict) or all(k in settings for k in DENSE_KNOBS):
+        return data
+    return {**data, "settings": {**{k: 0.0 for k in DENSE_KNOBS}, **settings}}
 
 
 def _v1_to_v2(data: dict) -> dict:

@@ -119,9 +119,9 @@ def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str
         printable(f"Source: {trace.source} (filter: {trace.source_filter}); backend: {trace.backend.get('backend')} "
                   f"[{trace.backend.get('extractor')}, {trace.backend.get('scorer')}]"),
     ]
-    if trace.semantic_note and trace.semantic_note not in trace.warnings:
-        note = trace.semantic_note
-        lines.append(printable(note[:1].upper() + note[1:]))
+    for note in (trace.semantic_note, trace.dense_note):
+        if note and note not in trace.warnings:
+            lines.append(printable(note[:1].upper() + note[1:]))
     if trace.library is not None:
         lib = trace.library
         found = lib.found_ids

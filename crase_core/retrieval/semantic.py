@@ -8,8 +8,9 @@ each local search's list is fused with the papers closest to its top hit d₁ in
 
 over C = the search's own list ∪ the ``len(list)`` visible papers nearest to d₁, best ``len(list)`` kept;
 mm is min-max over C, a paper of C outside the search's list has s = 0, s₁ the list's best score (so the
-fused list keeps the search's score scale, and every search hit keeps a positive score). No model runs at
-query time: the question itself is never embedded. Vector PRF as in Li et al., "Pseudo Relevance Feedback
+fused list keeps the search's score scale, and every search hit keeps a positive score). No model runs for
+it: the top hit's own row is the second query (the question itself is embedded by
+:mod:`crase_core.retrieval.dense`). Vector PRF as in Li et al., "Pseudo Relevance Feedback
 with Deep Language Models and Dense Retrievers" (2021), with one feedback document.
 
 Embeddings of a local corpus (:func:`find_embeddings`): written by ``crase corpus embed`` beside the corpus
@@ -157,7 +158,7 @@ def find_file(folder_name: str | None, name: str, fingerprint: str, rows: int, _
             log.info("%s", problem)
             return Lookup(None, problem, problem)
         emb = DocEmbeddings(matrix, str(path), manifest)
-        return Lookup(emb, f"semantic feedback on: {emb.describe()} (the question itself is not embedded)")
+        return Lookup(emb, f"semantic feedback on: {emb.describe()} (the papers nearest the top hit join its list)")
     stale = sorted(embeddings_dir().glob(f"{glob.escape(name)}-*-{MODEL_NAME}.f16.npy")) if not _where(folder) else []
     why = ("the shipped embeddings are for an earlier version of this corpus (papers were added since)"
            if stale else f"no embeddings for the corpus {name} (fingerprint {fingerprint[:16]})")

@@ -7,7 +7,8 @@ scores it reads, so the parts are carried through it exactly (to float rounding)
   for a remote one);
 * term proximity, s + s₁·(w·pairs + u·window) (:mod:`crase_core.retrieval.proximity`), adds two parts;
 * semantic feedback, (1 − w)·s + w·s₁·mm(cos) (:mod:`crase_core.retrieval.semantic`), scales the parts by (1 − w)
-  and adds one;
+  and adds one; the question embedded (:mod:`crase_core.retrieval.dense`) does the same with the question's
+  cosines;
 * a blended second list — the RM3 feedback-term search (:mod:`crase_core.retrieval.feedback`) or anchor text
   (:mod:`crase_core.retrieval.anchor`) — (1 − w)·s/max s + w·s₂/max s₂, scales the first list's parts by
   (1 − w)/max s and adds the second list's whole term as one part.
@@ -24,6 +25,7 @@ SOURCE_SCORE = "the source's relevance score"
 PAIRS = "word-pair proximity"
 WINDOW = "word-window proximity"
 SEMANTIC = "semantic feedback"
+QUESTION_EMBEDDING = "question embedding"
 FEEDBACK_SEARCH = "feedback-term search (RM3)"
 ANCHOR = "anchor text"
 #: what a search score is when its trace records no parts (written before they were, or a crafted one)

@@ -77,11 +77,12 @@ PRESET_PURPOSE = {
 #: settings file's ``[pipeline.<stage>]`` tables); :data:`ADVANCED` are folded away in the app's form.
 STAGES: dict[str, tuple[str, ...]] = {
     "search": ("L", "L_offline", "m", "search_limit", "query_seeds", "proximity_weight", "proximity_window_weight",
-               "semantic_feedback_weight", "semantic_feedback_scope", "feedback_docs", "feedback_terms",
-               "feedback_weight", "anchor_weight"),
+               "semantic_feedback_weight", "semantic_feedback_scope", "dense_seed_weight", "feedback_docs",
+               "feedback_terms", "feedback_weight", "anchor_weight"),
     "expansion": ("hops", "neighbor_cap", "text_candidates"),
     "evidence": ("theta", "theta_lexical", "tau", "tau_lexical", "text_matches", "beta", "age_reference_year"),
-    "ranking": ("k", "ranker", "alpha", "personalization", "query_power", "anchor_restart_weight", "tol", "max_iter",
+    "ranking": ("k", "ranker", "alpha", "personalization", "query_power", "anchor_restart_weight",
+                "dense_restart_weight", "dense_fusion_weight", "tol", "max_iter",
                 "cep_hop_discount", "cep_background_restart", "cep_background_iterations", "fusion",
                 "fusion_weight", "text_rank_weight", "text_rank_confidence", "text_rank_specificity", "text_floor",
                 "rrf_k"),
@@ -97,7 +98,8 @@ STAGE_TITLES: dict[str, str] = {
 ADVANCED: frozenset[str] = frozenset({
     "L_offline", "search_limit", "proximity_window_weight", "semantic_feedback_scope", "feedback_docs",
     "feedback_terms", "feedback_weight", "anchor_weight", "neighbor_cap", "age_reference_year",
-    "anchor_restart_weight", "cep_hop_discount", "cep_background_restart", "cep_background_iterations",
+    "anchor_restart_weight", "dense_seed_weight", "dense_restart_weight", "dense_fusion_weight", "cep_hop_discount",
+    "cep_background_restart", "cep_background_iterations",
     "text_rank_confidence", "text_rank_specificity", "text_floor", "rrf_k", "max_model_calls", "retry_failures"})
 
 
@@ -143,6 +145,20 @@ class PipelineSettings:
         "fusion (only the list the text candidates, the final fusion and the floor read; seeds and the walk's "
         "restart keep the search's own).",
         label="Semantic feedback in", choices=("all", "question", "fusion"))
+    dense_seed_weight: float = knob(
+        0.0, "w_q in the seeds: the full question's own search, whose top hits join the seeds (query_seeds), is fused "
+        "with the papers whose embedding is nearest the question's, s₁·((1 − w_q)·s/s₁ + w_q·cosine), the cosine "
+        "min-max normalised (crase_core.retrieval.dense; the on-device model embeds the question, the corpus needs "
+        "embeddings). 0 turns it off.",
+        label="w_q — question embedding in the seeds", minimum=0.0, maximum=1.0, step=0.05)
+    dense_restart_weight: float = knob(
+        0.0, "w_q in the restart: the list the walk restarts from is fused with the papers nearest the question's "
+        "embedding, as dense_seed_weight does for the seeds. 0 turns it off.",
+        label="w_q — question embedding in the restart", minimum=0.0, maximum=1.0, step=0.05)
+    dense_fusion_weight: float = knob(
+        0.4, "w_q in the fusion: the list the text candidates, the final fusion and the text floor read is fused with "
+        "the papers nearest the question's embedding, as dense_seed_weight does for the seeds. 0 turns it off.",
+        label="w_q — question embedding in the fusion", minimum=0.0, maximum=1.0, step=0.05)
     hops: float = knob(1.5, "Expansion radius: 1 (seed–neighbour edges), 1.5 (all edges among V), 2.",
                        label="hops", choices=(1.0, 1.5, 2.0))
     neighbor_cap: int | None = knob(

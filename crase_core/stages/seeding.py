@@ -27,6 +27,14 @@ from crase_core.records import (
     UserLibrary,
 )
 from crase_core.retrieval.anchor import anchor_scores
+from crase_core.retrieval.dense import (
+    DenseQuestion,
+    DenseStatus,
+    QuestionEmbedder,
+    embed_question,
+    fuse_for,
+    wanted,
+)
 from crase_core.retrieval.feedback import feedback_terms, interpolate
 from crase_core.retrieval.library import LibraryEntry, resolve
 from crase_core.retrieval.proximity import rescore
@@ -59,6 +67,8 @@ class Seeding:
     restart_hits: list[SearchHit] | None = None
     semantic_feedback: bool = False  # whether the searches were fused with semantic feedback (crase_core.retrieval.semantic)
     semantic_note: str = ""  # what semantic feedback read, or why it was off and how to turn it on
+    dense_question: bool = False  # whether the question was embedded and fused (crase_core.retrieval.dense)
+    dense_note: str = ""  # what the question's embedding read, or why the run ranked by words
 
     @property
     def walk_hits(self) -> list[SearchHit]:
@@ -134,14 +144,17 @@ def search_seeds(plan: PlanResult, source: PaperSource, settings: PipelineSettin
     return seeding
 
 
-def search_full_query(query: str, seeding: Seeding, source: PaperSource, settings: PipelineSettings) -> Seeding:
+def search_full_query(query: str, seeding: Seeding, source: PaperSource, settings: PipelineSettings,
+                      dense: DenseQuestion | None = None) -> Seeding:
     """Fill in ``seeding``'s full-query search when the settings use it (query restart, text candidates).
 
     The full query's search is reused when the seeding stage already made it (a sub-query, or the
     hybrid seeds' search). With ``anchor_restart_weight`` the walk restarts from the search blended
     with anchor text (``Seeding.restart_hits``) while the text candidates and the final fusion keep
     ``query_hits``; with semantic feedback scope "fusion" ``query_hits`` is the semantically fused search and
-    the walk restarts from the search's own list (with anchor text when asked).
+    the walk restarts from the search's own list (with anchor text when asked). With the question's ``dense``
+    scores, the final fusion's list is fused with them at ``dense_fusion_weight`` and the walk's restart list
+    at ``dense_restart_weight`` (:mod:`crase_core.retrieval.dense`).
     """
     if settings.personalization != "query" and settings.text_candidates <= 0 and settings.text_floor <= 0:
         return seeding
@@ -158,15 +171,53 @@ def search_full_query(query: str, seeding: Seeding, source: PaperSource, setting
     # scope "fusion": the text candidates, the fusion and the floor read the semantically fused list, the walk
     # restarts from the search's own
     fused = semantic_fuse(source, results, settings) if settings.semantic_feedback_scope == "fusion" else results
+    if dense is not None and settings.dense_fusion_weight > 0:
+        fused = fuse_for(source, fused, dense, settings.dense_fusion_weight)
     seeding.query_hits = rank_hits(fused, parts=True)
     seeding.query_papers = {r.paper.id: r.paper for r in fused}
     restart = results
     if settings.anchor_restart_weight > 0:
         restart = with_anchor_text(query, results, source, settings.anchor_restart_weight, settings.search_limit)
+    dense_restart = dense is not None and settings.dense_restart_weight > 0
+    if dense_restart:
+        restart = fuse_for(source, restart, dense, settings.dense_restart_weight)
     if restart is not fused:
-        seeding.restart_hits = rank_hits(restart)
+        seeding.restart_hits = rank_hits(restart, parts=dense_restart)
         seeding.query_papers.update({r.paper.id: r.paper for r in restart})
     return seeding
+
+
+def dense_query_seeds(query: str, seeding: Seeding, source: PaperSource, settings: PipelineSettings,
+                      dense: DenseQuestion) -> None:
+    """The question's own seeds chosen again from its search fused with its ``dense`` scores at
+    ``dense_seed_weight`` (:func:`replace_query_seeds`); nothing when the seeding made no question search (no
+    question seeds). The sub-queries' searches and seeds, and ``searched``, keep the plain search. Mutates
+    ``seeding``."""
+    same = [results for sq, results in seeding.searched if sq == query]
+    if settings.query_seeds <= 0 or not same:
+        return
+    fused = fuse_for(source, same[0], dense, settings.dense_seed_weight)
+    replace_query_seeds(query, rank_hits(fused), seeding, settings.query_seeds)
+
+
+def replace_query_seeds(query: str, hits: Sequence[SearchHit], seeding: Seeding, r: int) -> None:
+    """``seeding``'s question seeds (the last search row, :func:`add_query_seeds`) replaced by the top ``r`` of
+    ``hits``: the question's origins are removed (a seed left without origins is dropped), its row too, and
+    :func:`add_query_seeds` adds the new ones. Nothing when the last row is not the question's. Mutates
+    ``seeding``."""
+    rows = seeding.subquery_results
+    index = len(rows) - 1
+    if not rows or rows[-1].subquery != query or not any(
+            o.kind == "question" and o.subquery_index == index for s in seeding.seeds for o in s.origins):
+        return
+    kept = []
+    for s in seeding.seeds:
+        s.origins = [o for o in s.origins if not (o.kind == "question" and o.subquery_index == index)]
+        if s.origins:
+            kept.append(s)
+    seeding.seeds = kept
+    rows.pop()
+    add_query_seeds(query, hits, seeding, r)
 
 
 def add_query_seeds(query: str, hits: Sequence[SearchHit], seeding: Seeding, r: int) -> None:
@@ -226,9 +277,22 @@ def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource
 
 
 def find_seeds(query: str, plan: PlanResult, source: PaperSource, settings: PipelineSettings,
-               progress: ProgressFn | None = None, stage: SeedingStage = search_seeds) -> Seeding:
-    """Stage 1b: ``stage`` for the seeds, then the full-query search; warns when there is no seed."""
-    seeding = search_full_query(query, stage(plan, source, settings, progress), source, settings)
+               progress: ProgressFn | None = None, stage: SeedingStage = search_seeds, *,
+               embedder: QuestionEmbedder | None = None) -> Seeding:
+    """Stage 1b: ``stage`` for the seeds, then the full-query search; warns when there is no seed. When the
+    settings embed the question (:func:`crase_core.retrieval.dense.wanted`), ``embedder`` embeds it once and its
+    dense scores are fused into the question's seeds, the walk's restart and the final fusion per their
+    weights; a run that wanted it and could not (no corpus vectors, no model) ranks by words and warns."""
+    status = (embed_question(query, source, embedder, settings.search_limit) if wanted(settings)
+              else DenseStatus(None, "question not embedded: its weights are 0 (dense_seed_weight, "
+                                     "dense_restart_weight, dense_fusion_weight)"))
+    seeding = stage(plan, source, settings, progress)
+    if status.dense is not None and settings.dense_seed_weight > 0:
+        dense_query_seeds(query, seeding, source, settings, status.dense)
+    seeding = search_full_query(query, seeding, source, settings, status.dense)
+    seeding.dense_question, seeding.dense_note = status.dense is not None, status.note
+    if status.warning:
+        seeding.warnings.append(status.warning)
     emit(progress, "seeds", len(plan.subqueries), len(plan.subqueries), f"{len(seeding.seeds)} seeds")
     if not seeding.seeds:
         seeding.warnings.append(NO_SEEDS_WARNING)
