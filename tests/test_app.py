@@ -238,7 +238,7 @@ def test_settings_form_is_generated_presets_and_inapplicable_knobs(app_env):
     assert at.slider(key="set_alpha").value == 0.15 and at.selectbox(key="set_personalization").value == "uniform"
     assert at.number_input(key="set_text_candidates").value == 0 and at.slider(key="set_query_power").disabled
     # the preset says what it is for and what it costs offline (issue 32)
-    assert any("meant for a model endpoint" in w.value and "Recall@5 0.011 vs 0.863" in w.value for w in at.warning)
+    assert any("meant for a model endpoint" in w.value and "Recall@5 0.011 vs 0.874" in w.value for w in at.warning)
     at = _search(at, QUERY)
     assert not at.exception and not at.error
     assert at.session_state["trace"].settings == PipelineSettings.from_preset("paper")

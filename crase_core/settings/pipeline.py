@@ -69,8 +69,8 @@ PRESETS: dict[str, dict[str, Any]] = _load_presets()
 PRESET_PURPOSE = {
     "default": "this tool's tuned setting, offline or with a model endpoint",
     "paper": "the paper's setting, meant for a model endpoint (--backend openai); offline it ranks far below the "
-             "default on the dev sets: questions Recall@5 0.011 vs 0.863, MAP@50 0.038 vs 0.909; citation lists "
-             "Recall@5 0.050 vs 0.085, MAP@50 0.114 vs 0.220",
+             "default on the dev sets: questions Recall@5 0.011 vs 0.874, MAP@50 0.038 vs 0.917; citation lists "
+             "Recall@5 0.050 vs 0.081, MAP@50 0.114 vs 0.218",
 }
 
 #: the pipeline's knobs by stage, in the order the front ends show them (CLI help groups, the app's form, the
