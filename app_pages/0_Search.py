@@ -272,15 +272,27 @@ def run_summary(trace) -> None:
                    f"{ct.completion_tokens:,} completion tokens · {ct.failures:,} failures · {ct.repairs:,} repairs")
 
 
-def run_warnings(trace) -> None:
-    """The run's warnings in one box, above the cards (they qualify them; one box, so the first card still
-    shows at 1440×900)."""
+def _in_app_words(text: str, choice) -> str:
+    """A note that says how to embed the corpus with ``crase corpus embed …``: in the app, its Embed button."""
+    head, sep, _ = text.partition("; turn it on with `crase corpus embed")
+    if choice is None or choice.embedded or not sep:
+        return md_escape(text)
+    return (md_escape(head) + f"; turn it on with **Corpus: {md_escape(choice.name)} — import or embed → Embed this "
+            "corpus** on this page")
+
+
+def run_warnings(trace, choice=None) -> None:
+    """The run's warnings above the cards (they qualify them): the first in a box, any others one click away
+    (so the first card still shows at 1440×900)."""
     notice = trace.coverage.notice if trace.coverage is not None and trace.coverage.weak else None
-    shown = [w for w in trace.warnings if w != notice]
-    if len(shown) == 1:
-        st.warning(md_escape(shown[0]))
-    elif shown:
-        st.warning("  \n".join(f"• {md_escape(w)}" for w in shown))
+    shown = [_in_app_words(w, choice) for w in trace.warnings if w != notice]
+    if not shown:
+        return
+    st.warning(shown[0])
+    if len(shown) > 1:
+        with st.expander(f"{len(shown) - 1} more note{'s' if len(shown) > 2 else ''} on this run"):
+            for w in shown[1:]:
+                st.warning(w)
 
 
 def semantic_note(trace, choice) -> None:
@@ -421,7 +433,7 @@ def search_page() -> None:
     # the question and its buttons are one form: typing and then clicking is one page run, not two (the text
     # box would otherwise send its value, and rerun the page, when the click takes the focus away)
     with st.form("search_form", border=False, enter_to_submit=False):
-        query = st.text_area("Your literature-search question", key="query_text", height=90,
+        query = st.text_area("Your literature-search question", key="query_text", height=76,
                              placeholder="e.g. Which papers explain the spectrum of strings on AdS3 via spectral flow?"
                              if choice.embedded else f"A literature-search question about {choice.name}'s papers")
         buttons = st.container(horizontal=True, gap="small")  # each as wide as its label (never cut)
@@ -524,7 +536,7 @@ def search_page() -> None:
     with recall_slot:
         recall_caption(trace)  # visible where the list is, one line (what it rests on in its tooltip)
     with warnings:
-        run_warnings(trace)
+        run_warnings(trace, choice)
     with download_slot:
         downloads(trace, key="search")
     with share_slot:

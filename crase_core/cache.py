@@ -17,16 +17,21 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import diskcache
+from diskcache.core import EVICTION_POLICY
 
 from crase_core.settings import environment
 
 log = logging.getLogger(__name__)
+
+#: keys per SQLite query when a batch is read (below SQLite's limit on bound parameters)
+READ_BATCH = 900
 
 
 def cache_root() -> Path:
@@ -167,18 +172,39 @@ class ResultCache:
             return found
         try:
             with self._cache.transact():
-                for key in keys:
-                    try:
-                        value = self._cache.get(key, default=None)
-                    except Exception as e:  # corrupt entry: a miss
-                        log.warning("cache entry unreadable, recomputing (%s)", type(e).__name__)
-                        value = None
+                for key, value in self._read(keys):
                     if value is not None:
                         found[key] = value
                         self._remember(key, value)
         except Exception as e:  # the whole cache unreadable: run without it
             log.warning("result cache unavailable (%s); computing everything", type(e).__name__)
         return found
+
+    def _read(self, keys: list[str]) -> Iterator[tuple[str, Any]]:
+        """(key, value) of the readable entries of ``keys`` the disk holds: one SQLite query per
+        :data:`READ_BATCH` keys (a cached run reads thousands of matrices; issue 31) where the cache
+        keeps no statistics and updates nothing on a read (the policy this cache is opened with), else
+        one ``get`` per key. An unreadable entry is a miss, with a warning."""
+        cache = self._cache
+        assert cache is not None
+        if cache.statistics or EVICTION_POLICY[cache.eviction_policy]["get"] is not None:
+            for key in keys:
+                try:
+                    yield key, cache.get(key, default=None)
+                except Exception as e:  # corrupt entry: a miss
+                    log.warning("cache entry unreadable, recomputing (%s)", type(e).__name__)
+            return
+        for i in range(0, len(keys), READ_BATCH):
+            batch = keys[i:i + READ_BATCH]
+            rows = cache._sql(
+                "SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN "
+                f"({','.join('?' * len(batch))}) AND (expire_time IS NULL OR expire_time > ?)",
+                (*batch, time.time())).fetchall()
+            for key, mode, filename, value in rows:
+                try:
+                    yield key, cache.disk.fetch(mode, filename, value, False)
+                except Exception as e:  # corrupt entry: a miss
+                    log.warning("cache entry unreadable, recomputing (%s)", type(e).__name__)
 
     def set_many(self, items: dict[str, Any]) -> None:
         if not items:

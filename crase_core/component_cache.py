@@ -36,8 +36,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from crase_core.backends import ModelBackend
 from crase_core.cache import ResultCache, result_key, stable_hash
 from crase_core.errors import ModelError
@@ -168,17 +166,17 @@ def matrix_to_cache(em: EdgeMatrix, now: float | None = None) -> object | None:
     return em.matrix
 
 
+_NUMBER = (float, int, bool)
+
+
 def matrix_from_cache(value: object, n_u: int, n_v: int, identity: str) -> EdgeMatrix | None:
     """A cached n_u × n_v matrix with values in [0, 1] (or a cached output failure); None if corrupt."""
     if isinstance(value, dict) and is_output_failure(value.get("error")):
         return EdgeMatrix([], identity, error=value["error"], cached=True)
     if not isinstance(value, list) or len(value) != n_u or any(not isinstance(r, list) or len(r) != n_v for r in value):
         return None
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        return None
-    if arr.shape != (n_u, n_v) or not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+    # plain Python, not numpy: a cached run checks thousands of small matrices (issue 31); NaN fails 0 ≤ x
+    if not all(type(x) in _NUMBER and 0 <= x <= 1 for row in value for x in row):
         return None
     return EdgeMatrix(value, identity, cached=True)
 

@@ -24,8 +24,6 @@ from crase_core.paper_source import PaperSource, SourceFilter
 from crase_core.pipeline import Engine
 from crase_core.settings.runtime import BACKEND_NAMES, SOURCE_NAMES, RuntimeConfig
 from crase_core.sources.local import LocalSource
-from crase_core.sources.openalex import openalex_source
-from crase_core.sources.semantic_scholar import s2_source
 from crase_core.store import corpus_store
 from crase_core.store.termstats import TermStats
 
@@ -47,10 +45,14 @@ def _offline(config: RuntimeConfig, source: PaperSource) -> ModelBackend:
 
 def _s2(config: RuntimeConfig) -> PaperSource:
     # cast: PaperSource declares external_calls as a plain attribute, the S2 source has a read-only property
+    from crase_core.sources.semantic_scholar import s2_source  # httpx: imported when a remote source is used
+
     return cast(PaperSource, s2_source(config.s2, cache_dir=config.cache_dir, api_key=config.s2_api_key))
 
 
 def _openalex(config: RuntimeConfig) -> PaperSource:
+    from crase_core.sources.openalex import openalex_source
+
     return cast(PaperSource, openalex_source(config.openalex, cache_dir=config.cache_dir,
                                              api_key=config.openalex_api_key))
 

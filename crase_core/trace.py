@@ -15,9 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from crase_core import atomic
 from crase_core.errors import TraceError
@@ -43,6 +41,9 @@ from crase_core.records import (
 )
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.views.terminal import printable
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 #: the schema this Crase writes; a trace of an earlier version is read through :data:`MIGRATIONS`. A field added
 #: with a default that means "not recorded" (``recall_estimate``: None) needs no new version: an older trace
@@ -153,6 +154,8 @@ class RunTrace:
 
 @lru_cache(maxsize=1)
 def _adapter() -> TypeAdapter[RunTrace]:
+    from pydantic import TypeAdapter  # at first (de)serialisation: a run that writes no trace never loads it
+
     return TypeAdapter(RunTrace)
 
 
@@ -189,6 +192,8 @@ def loads(text: str | bytes) -> RunTrace:
 def from_dict(data: object) -> RunTrace:
     if not isinstance(data, dict):
         raise TraceError("not a Crase trace (expected a JSON object)")
+    from pydantic import ValidationError
+
     data = migrate(data)
     try:
         trace = _adapter().validate_python(data)

@@ -120,3 +120,10 @@ def test_help_lists_every_subcommand_without_importing_them():
             "'crase_core.settings.config') if m in sys.modules]\nprint('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out and all(name in out for name in COMMANDS)
+
+
+def test_the_progress_lines_name_the_stage_that_cost_most():
+    from crase_core.cli.main import slowest_stage
+
+    assert slowest_stage({"seeds": 0.25, "pruning": 1.5, "ranking": 0.75}) == "in 2.50 s; most in pruning: 1.50 s"
+    assert slowest_stage({}) == "no stage ran"

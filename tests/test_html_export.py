@@ -276,3 +276,18 @@ def test_traces_without_the_new_fields_still_load(hostile_trace):
     assert not any(n.in_library for n in old.nodes) and all(o.kind == "search" for s in old.seeds for o in s.origins)
     assert [r.paper_id for r in old.results] == [r.paper_id for r in hostile_trace.results]
     assert "crase-data" in to_html(old)
+
+
+def test_a_large_run_travels_compressed_and_inflates_to_the_same_data(hostile_trace, monkeypatch):
+    """Above COMPRESS_ABOVE bytes the data block is gzip + base64 (nothing in it can close the script element);
+    inflated, it is exactly what the page would read as JSON."""
+    from crase_core.views import html_export
+
+    small = to_html(hostile_trace)
+    monkeypatch.setattr(html_export, "COMPRESS_ABOVE", 0)
+    page = to_html(hostile_trace)
+    block = page.split('id="crase-data">')[1].split("</script>")[0]
+    assert f'<script type="{html_export.GZIP_TYPE}" id="crase-data">' in page
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+", block)
+    assert html_export.page_data(page) == html_export.page_data(small) == json.loads(json.dumps(export_data(hostile_trace)))
+    assert len(block) < len(small.split('id="crase-data">')[1].split("</script>")[0])

@@ -156,3 +156,16 @@ def test_cli_library_flag(tmp_path, hepth_source):
                        capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert r.returncode == 2 and r.stderr.splitlines() == [
         "crase: note: library: skipped ???", "crase: error: the library holds no arXiv id or DOI that could be read"]
+
+
+def test_corpus_ids_resolve_without_reading_every_arxiv_paper(tiny_source):
+    """A library of the corpus's own ids finds its papers without the arXiv map (which builds every paper
+    holding an arXiv id: seconds on a large corpus); an arXiv id still builds it."""
+    from crase_core.retrieval import library
+
+    library._arxiv_maps.clear()
+    ids = library.parse_ids("9801001 9802001").entries
+    items = library.resolve(ids, tiny_source)
+    assert [i.paper_id for i in items] == ["9801001", "9802001"] and library._arxiv_maps == {}
+    library.resolve(library.parse_ids("hep-th/9801001").entries, tiny_source)
+    assert tiny_source.corpus.fingerprint in library._arxiv_maps

@@ -62,6 +62,14 @@ def _progress_printer(stream) -> Callable[[StageEvent], None]:
     return show
 
 
+def slowest_stage(timings: dict[str, float]) -> str:
+    """The run's time and the stage that cost most, for the progress lines (where to look when a run is slow)."""
+    if not timings:
+        return "no stage ran"
+    stage, secs = max(timings.items(), key=lambda kv: kv[1])
+    return f"in {sum(timings.values()):.2f} s; most in {stage}: {secs:.2f} s"
+
+
 def format_trace(trace: RunTrace, k: int | None = None, width: int = 100) -> str:
     """The ranked list with reasons, then stage counts, budget, cache and timings.
 
@@ -188,6 +196,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         trace = run_query(query, engine, settings.pipeline, progress=progress, seeding=seeding)
     finally:
         engine.backend.close()
+    if progress is not None:
+        print(f"  {'done':<11} {slowest_stage(trace.timings)}", file=sys.stderr, flush=True)
     path = trace_io.save(trace, args.json) if args.json else None  # saved first: a closed stdout cannot lose it
     print(format_trace(trace, settings.pipeline.k))
     if path is not None:

@@ -45,7 +45,7 @@ class BenchStats:
 
 def _refs_csr(corpus: Corpus) -> sp.csr_matrix:
     refs = corpus.refs
-    return refs if isinstance(refs, sp.csr_matrix) else refs.tocsr()
+    return refs.tocsr()
 
 
 def visible_reference_counts(corpus: Corpus) -> np.ndarray:

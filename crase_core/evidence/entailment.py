@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core.records import Claim, EdgeMatrix
 from crase_core.text import content_terms
@@ -118,6 +117,8 @@ class LexicalSupportScorer:
             cols.extend([vocab.setdefault(t, len(vocab)) for t in terms])
             wts.extend(weights)
         shape = (len(texts), max(1, len(vocab)))
+        import scipy.sparse as sp  # scoring uncached edges only: a cached run never loads scipy
+
         weighted = sp.csr_matrix((np.array(wts, dtype=np.float64), (rows, cols)), shape=shape)
         binary = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
         mass = np.asarray(weighted.sum(axis=1)).ravel()

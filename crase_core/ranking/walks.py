@@ -6,7 +6,7 @@ over the graph's nodes (scores sum to 1).
 * :class:`PersonalizedPageRank` — paper Eq. 6: π = (1−α) Wᵀπ + α p, W the
   row-normalised weights, dangling rows replaced by p; closed form Eq. 7
   π = α (I − (1−α) Wᵀ)⁻¹ p. Solved by sparse power iteration until the L1
-  change is below ``tol`` (contraction rate 1−α, so about log(tol)/log(1−α)
+  change is below ``tol`` times the L1 norm (contraction rate 1−α, so about log(tol)/log(1−α)
   iterations).
 * :class:`PersonalizedSALSA` — SALSA's hub/authority alternation (Lempel &
   Moran 2001) with restarts: a walker on the hub side follows an out-edge
@@ -18,6 +18,8 @@ over the graph's nodes (scores sum to 1).
   the score is the authority distribution a ∝ Fᵀ h. Papers nobody in the
   graph cites score 0.
 
+Both walks, and the attributions that explain them, run one power iteration (:func:`iterate`: one
+convergence rule) over numpy CSR matrices (:class:`SparseRows`, built once per graph: :func:`walk_matrices`).
 Both walks are linear in their restart vector up to normalisation, so a score splits exactly over
 the restart sources (:func:`ppr_attribution`, :func:`salsa_attribution`: each ranker's ``attribute``).
 
@@ -29,15 +31,124 @@ shared with other rankers (:class:`WeightedGraph`, :func:`row_normalize`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core.errors import InputError
 from crase_core.records import RankingResult
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+
+#: a matrix with at least this many entries multiplies blocks of vectors (an attribution's) with scipy, loaded
+#: then: on a graph this large its import is a small part of the product's time; vectors always go the numpy way
+SCIPY_BLOCK_NNZ = 20_000
+
+
+@dataclass
+class SparseRows:
+    """An n × m sparse matrix in CSR form over plain numpy arrays: entries sorted by (row, column), no
+    duplicates, no zeros. ``rows[k]`` is entry k's row (the CSR form's ``indptr`` expanded).
+
+    The walks' products are done here rather than with ``scipy.sparse`` so that ranking a run does not load
+    scipy (a fresh process answering a cached question; issue 31). :meth:`dot` of a vector adds each row's
+    products in column order, as scipy's CSR product does, so a walk's scores are the same to the last bit.
+    """
+
+    shape: tuple[int, int]
+    rows: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    indptr: np.ndarray
+    _scipy: Any = field(default=None, repr=False, compare=False)
+    _starts: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
+                     data: np.ndarray) -> SparseRows:
+        """The matrix with ``data`` at (``rows``, ``cols``): sorted, parallel entries summed, zeros dropped."""
+        order = np.lexsort((cols, rows))
+        rows, cols, data = rows[order], cols[order], np.asarray(data, dtype=np.float64)[order]
+        if rows.size > 1:
+            new = np.ones(rows.size, dtype=bool)
+            new[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+            if not new.all():
+                starts = np.flatnonzero(new)
+                data = np.add.reduceat(data, starts)
+                rows, cols = rows[starts], cols[starts]
+        keep = data != 0.0
+        if not keep.all():
+            rows, cols, data = rows[keep], cols[keep], data[keep]
+        indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+        return cls(shape, rows, cols, data, indptr)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def dot(self, x: np.ndarray) -> np.ndarray:
+        """The product with a vector (each row's products added in column order, as scipy does) or with an
+        n × T block (with scipy's product from :data:`SCIPY_BLOCK_NNZ` entries)."""
+        if x.ndim == 1:
+            products = np.take(x, self.indices)
+            products *= self.data
+            return np.bincount(self.rows, weights=products, minlength=self.shape[0])
+        if self.nnz >= SCIPY_BLOCK_NNZ:
+            if self._scipy is None:
+                self._scipy = self.toscipy()
+            return np.asarray(self._scipy @ x)
+        out = np.zeros((self.shape[0], x.shape[1]))
+        if self.nnz:
+            if self._starts is None:
+                self._starts = np.flatnonzero(np.diff(self.indptr))
+            products = np.take(x, self.indices, axis=0)
+            products *= self.data[:, None]
+            out[self._starts] = np.add.reduceat(products, self.indptr[self._starts], axis=0)
+        return out
+
+    def transpose(self) -> SparseRows:
+        order = np.lexsort((self.rows, self.indices))
+        rows, cols = self.indices[order], self.rows[order]
+        indptr = np.zeros(self.shape[1] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.shape[1]), out=indptr[1:])
+        return SparseRows((self.shape[1], self.shape[0]), rows, cols, self.data[order], indptr)
+
+    def row_sums(self) -> np.ndarray:
+        """Each row's sum (as scipy's ``sum(axis=1)`` adds them)."""
+        out = np.zeros(self.shape[0])
+        starts = np.flatnonzero(np.diff(self.indptr))
+        if starts.size:
+            out[starts] = np.add.reduceat(self.data, self.indptr[starts])
+        return out
+
+    def scale_rows(self, factor: np.ndarray) -> SparseRows:
+        """diag(``factor``) times the matrix (entries that become 0 are kept: the pattern is unchanged)."""
+        return SparseRows(self.shape, self.rows, self.indices, factor[self.rows] * self.data, self.indptr)
+
+    def get(self, i: int, j: int) -> float:
+        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+        k = lo + int(np.searchsorted(self.indices[lo:hi], j))
+        return float(self.data[k]) if k < hi and self.indices[k] == j else 0.0
+
+    def columns(self, cols: Sequence[int]) -> np.ndarray:
+        """The dense n × len(cols) block of the given columns."""
+        out = np.zeros((self.shape[0], len(cols)))
+        for t, c in enumerate(cols):
+            hit = self.indices == c
+            out[self.rows[hit], t] = self.data[hit]
+        return out
+
+    def toscipy(self) -> sp.csr_matrix:
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
 
 @dataclass
@@ -47,6 +158,8 @@ class WeightedGraph:
     nodes: list[str]
     edges: list[tuple[str, str, float]]
     _pos: dict[str, int] = field(default_factory=dict, repr=False)
+    _weights: SparseRows | None = field(default=None, repr=False)
+    _walk: WalkMatrices | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._pos = {n: i for i, n in enumerate(self.nodes)}
@@ -56,20 +169,21 @@ class WeightedGraph:
     def position(self, node: str) -> int:
         return self._pos[node]
 
+    def weights(self) -> SparseRows:
+        """n × n weight matrix, entry (u, v) = w(u→v); parallel edges are summed (built once)."""
+        if self._weights is None:
+            n, m, at = len(self.nodes), len(self.edges), self._pos.__getitem__
+            rows = np.fromiter(map(at, map(itemgetter(0), self.edges)), dtype=np.int64, count=m)
+            cols = np.fromiter(map(at, map(itemgetter(1), self.edges)), dtype=np.int64, count=m)
+            data = np.fromiter(map(itemgetter(2), self.edges), dtype=np.float64, count=m)
+            if (data < 0).any():
+                raise InputError("edge weights must be non-negative")
+            self._weights = SparseRows.from_entries((n, n), rows, cols, data)
+        return self._weights
+
     def matrix(self) -> sp.csr_matrix:
-        """n × n weight matrix, entry (u, v) = w(u→v); parallel edges are summed."""
-        n = len(self.nodes)
-        if not self.edges:
-            return sp.csr_matrix((n, n))
-        rows = [self._pos[u] for u, _, _ in self.edges]
-        cols = [self._pos[v] for _, v, _ in self.edges]
-        data = [float(w) for _, _, w in self.edges]
-        if any(w < 0 for w in data):
-            raise InputError("edge weights must be non-negative")
-        m = sp.csr_matrix((data, (rows, cols)), shape=(n, n))
-        m.sum_duplicates()
-        m.eliminate_zeros()
-        return m
+        """:meth:`weights` as a scipy CSR matrix (for CEP and tools; the walks do not need scipy)."""
+        return self.weights().toscipy()
 
     def vector(self, values: Mapping[str, float]) -> np.ndarray:
         v = np.zeros(len(self.nodes))
@@ -105,15 +219,103 @@ def restart_vector(graph: WeightedGraph, personalization: Mapping[str, float]) -
 
 
 def row_normalize(w: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
-    """(row-stochastic W, dangling mask): rows with no out-weight stay zero and are flagged."""
+    """(row-stochastic W, dangling mask) of a scipy matrix: rows with no out-weight stay zero and are flagged
+    (CEP's background walk; the walks use :func:`stochastic_rows`)."""
+    import scipy.sparse as sp
+
     out = np.asarray(w.sum(axis=1)).ravel()
     dangling = out <= 0
     inv = np.divide(1.0, out, out=np.zeros_like(out), where=~dangling)
     return sp.diags(inv) @ w, dangling
 
 
+def stochastic_rows(w: SparseRows) -> tuple[SparseRows, np.ndarray]:
+    """(row-stochastic W, dangling mask): rows with no out-weight stay zero and are flagged."""
+    out = w.row_sums()
+    dangling = out <= 0
+    inv = np.divide(1.0, out, out=np.zeros_like(out), where=~dangling)
+    return w.scale_rows(inv), dangling
+
+
+class WalkMatrices:
+    """The row-stochastic matrices the walks step with, each built at first use and then kept (a ranking and
+    its attribution share them): ``forward`` F (u → v with probability w(u,v)/out(u)), ``backward`` B (v → u
+    with probability w(u,v)/in(v)), their transposes, and the dangling mask (papers citing nothing here)."""
+
+    def __init__(self, weights: SparseRows):
+        self.weights = weights
+        self._forward: tuple[SparseRows, np.ndarray] | None = None
+
+    def _stochastic(self) -> tuple[SparseRows, np.ndarray]:
+        if self._forward is None:
+            self._forward = stochastic_rows(self.weights)
+        return self._forward
+
+    @property
+    def forward(self) -> SparseRows:
+        return self._stochastic()[0]
+
+    @property
+    def dangling(self) -> np.ndarray:
+        return self._stochastic()[1]
+
+    @functools.cached_property
+    def forward_t(self) -> SparseRows:
+        return self.forward.transpose()
+
+    @functools.cached_property
+    def backward(self) -> SparseRows:
+        return stochastic_rows(self.weights.transpose())[0]
+
+    @functools.cached_property
+    def backward_t(self) -> SparseRows:
+        return self.backward.transpose()
+
+
+def walk_matrices(graph: WeightedGraph) -> WalkMatrices:
+    """:class:`WalkMatrices` of ``graph`` (kept on it: a ranking and its attribution share them)."""
+    if graph._walk is None:
+        graph._walk = WalkMatrices(graph.weights())
+    return graph._walk
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """The result of :func:`iterate`: the fixed point, the steps taken, the last relative L1 change."""
+
+    x: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+
+
+def iterate(rhs: np.ndarray, step: Callable[[np.ndarray], np.ndarray], alpha: float, tol: float, max_iter: int,
+            start: np.ndarray | None = None) -> Iteration:
+    """The one power iteration every walk and its attribution use: x ← rhs + (1 − α)·step(x), from ``start``
+    (default ``rhs``), with one convergence rule — stop when the L1 change of every column is below ``tol``
+    times that column's L1 norm (a column of zeros has converged). ``step`` is a sub-stochastic linear map
+    (a walk's transition, its dangling mass sent back through the restart), so the iteration contracts by
+    1 − α and takes about log(tol)/log(1 − α) steps. ``max_iter`` < 1 counts as 1."""
+    x = rhs.copy() if start is None else start.copy()
+    keep = 1.0 - alpha
+    residual, it = np.inf, 0
+    for it in range(1, max(1, max_iter) + 1):  # noqa: B007
+        nxt = rhs + keep * step(x)
+        change = np.abs(nxt - x).sum(axis=0)
+        size = np.abs(nxt).sum(axis=0)
+        x = nxt
+        if x.ndim == 1:
+            residual = float(change / size) if size > 0 else 0.0
+        else:
+            ratios = np.divide(change, size, out=np.zeros_like(change), where=size > 0)
+            residual = float(ratios.max()) if ratios.size else 0.0
+        if residual < tol:
+            return Iteration(x, it, residual, True)
+    return Iteration(x, it, residual, False)
+
+
 class PersonalizedPageRank:
-    """Recency-aware Personalized PageRank (paper Eq. 6–7) by sparse power iteration."""
+    """Recency-aware Personalized PageRank (paper Eq. 6–7) by sparse power iteration (:func:`iterate`)."""
 
     name = "ppr"
 
@@ -125,19 +327,15 @@ class PersonalizedPageRank:
         if n == 0:
             return RankingResult(self.name, {}, 0, True, 0.0)
         p = restart_vector(graph, personalization)
-        w, dangling = row_normalize(graph.matrix())
-        wt = w.T.tocsr()
-        pi = p.copy()
-        residual = np.inf
-        it = 0
-        for it in range(1, max_iter + 1):  # noqa: B007
-            nxt = (1.0 - alpha) * (wt @ pi + pi[dangling].sum() * p) + alpha * p
-            residual = float(np.abs(nxt - pi).sum())
-            pi = nxt
-            if residual < tol:
-                break
-        pi = pi / pi.sum()
-        return RankingResult(self.name, dict(zip(graph.nodes, pi.tolist(), strict=True)), it, residual < tol, residual)
+        m = walk_matrices(graph)
+        wt, dangling = m.forward_t, np.flatnonzero(m.dangling)
+
+        def step(pi: np.ndarray) -> np.ndarray:  # Wᵀπ, the dangling mass back at p
+            return wt.dot(pi) + pi[dangling].sum() * p
+        run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
+        pi = run.x / run.x.sum()
+        return RankingResult(self.name, dict(zip(graph.nodes, pi.tolist(), strict=True)), run.iterations,
+                             run.converged, run.residual)
 
     def attribute(self, graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
                   alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
@@ -147,7 +345,7 @@ class PersonalizedPageRank:
 
 
 class PersonalizedSALSA:
-    """Personalised SALSA authority scores (see the module docstring for the chain)."""
+    """Personalised SALSA authority scores (see the module docstring for the chain), by :func:`iterate`."""
 
     name = "salsa"
 
@@ -159,23 +357,17 @@ class PersonalizedSALSA:
         if n == 0:
             return RankingResult(self.name, {}, 0, True, 0.0)
         p = restart_vector(graph, personalization)
-        w = graph.matrix()
-        forward, dangling = row_normalize(w)  # hub u → authority v
-        backward, _ = row_normalize(w.T.tocsr())  # authority v → hub u
-        ft, bt = forward.T.tocsr(), backward.T.tocsr()
-        h = p.copy()
-        residual = np.inf
-        it = 0
-        for it in range(1, max_iter + 1):  # noqa: B007
-            nxt = alpha * p + (1.0 - alpha) * (bt @ (ft @ h) + h[dangling].sum() * p)
-            residual = float(np.abs(nxt - h).sum())
-            h = nxt
-            if residual < tol:
-                break
-        a = ft @ h
+        m = walk_matrices(graph)
+        ft, bt, dangling = m.forward_t, m.backward_t, np.flatnonzero(m.dangling)
+
+        def step(h: np.ndarray) -> np.ndarray:  # hub → authority → hub, dangling hubs back at p
+            return bt.dot(ft.dot(h)) + h[dangling].sum() * p
+        run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
+        a = ft.dot(run.x)
         total = a.sum()
         a = a / total if total > 0 else np.full(n, 1.0 / n)
-        return RankingResult(self.name, dict(zip(graph.nodes, a.tolist(), strict=True)), it, residual < tol, residual)
+        return RankingResult(self.name, dict(zip(graph.nodes, a.tolist(), strict=True)), run.iterations,
+                             run.converged, run.residual)
 
     def attribute(self, graph: WeightedGraph, personalization: Mapping[str, float], targets: Sequence[str], *,
                   alpha: float = 0.15, tol: float = 1e-10, max_iter: int = 1000,
@@ -211,20 +403,7 @@ class Attribution:
 PATH_STEPS = 12
 
 
-def _solve(rhs: np.ndarray, step: Any, alpha: float, tol: float, max_iter: int) -> np.ndarray:
-    """X = rhs + (1 − α)·step(X) by fixed-point iteration (``step`` a sub-stochastic linear map, so the
-    iteration contracts by 1 − α), until the largest change is below ``tol`` times the largest entry."""
-    x = rhs.copy()
-    for _ in range(max(1, max_iter)):
-        nxt = rhs + (1.0 - alpha) * step(x)
-        change = float(np.abs(nxt - x).max()) if x.size else 0.0
-        x = nxt
-        if change <= tol * max(float(np.abs(x).max()) if x.size else 0.0, 1e-300):
-            break
-    return x
-
-
-def _row_best(m: sp.csr_matrix, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_best(m: SparseRows, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every row i and column t of ``values`` (n × T): (max_j m[i, j]·values[j, t], the first j that
     attains it); 0 and −1 for a row with no entry."""
     n, width = m.shape[0], values.shape[1]
@@ -270,12 +449,11 @@ def ppr_attribution(graph: WeightedGraph, personalization: Mapping[str, float], 
     if n == 0 or not pos:
         return {}
     p = restart_vector(graph, personalization)
-    w, _ = row_normalize(graph.matrix())
-    w = w.tocsr()
+    w = walk_matrices(graph).forward
     rhs = np.zeros((n, len(pos)))
     rhs[pos, np.arange(len(pos))] = 1.0
-    reach = _solve(rhs, lambda x: w @ x, alpha, tol, max_iter)
-    step = ((1.0 - alpha) * w).tocsr()
+    reach = iterate(rhs, w.dot, alpha, tol, max_iter).x
+    step = w.scale_rows(np.full(n, 1.0 - alpha))
     nxt = _walk_pointers(step, pos)
     out: dict[str, Attribution] = {}
     for i, t in enumerate(pos):
@@ -291,7 +469,7 @@ def ppr_attribution(graph: WeightedGraph, personalization: Mapping[str, float], 
     return out
 
 
-def _walk_pointers(step: sp.csr_matrix, targets: Sequence[int]) -> np.ndarray:
+def _walk_pointers(step: SparseRows, targets: Sequence[int]) -> np.ndarray:
     """Max-product Bellman–Ford towards each target (column t) under the per-step weights ``step``, at most
     :data:`PATH_STEPS` rounds: the next node of each node's strongest path to the target (−1: none/itself)."""
     n, width = step.shape[0], len(targets)
@@ -310,14 +488,14 @@ def _walk_pointers(step: sp.csr_matrix, targets: Sequence[int]) -> np.ndarray:
     return nxt
 
 
-def _follow(step: sp.csr_matrix, nxt: np.ndarray, source: int, target: int) -> tuple[list[int], float] | None:
+def _follow(step: SparseRows, nxt: np.ndarray, source: int, target: int) -> tuple[list[int], float] | None:
     """The path source → … → target that ``nxt`` points along, with its product of ``step``; None if none."""
     nodes, value = [source], 1.0
     while nodes[-1] != target and len(nodes) <= PATH_STEPS + 1:
         j = int(nxt[nodes[-1]])
         if j < 0:
             return None
-        value *= float(step[nodes[-1], j])
+        value *= step.get(nodes[-1], j)
         nodes.append(j)
     return (nodes, value) if nodes[-1] == target else None
 
@@ -337,12 +515,10 @@ def salsa_attribution(graph: WeightedGraph, personalization: Mapping[str, float]
     if n == 0 or not pos:
         return {}
     p = restart_vector(graph, personalization)
-    w = graph.matrix()
-    forward, _ = row_normalize(w)
-    backward, _ = row_normalize(w.T.tocsr())
-    forward, backward = forward.tocsr(), backward.tocsr()
-    rhs = forward[:, pos].toarray()
-    reach = _solve(rhs, lambda y: forward @ (backward @ y), alpha, tol, max_iter)
+    m = walk_matrices(graph)
+    forward, backward = m.forward, m.backward
+    rhs = forward.columns(pos)
+    reach = iterate(rhs, lambda y: forward.dot(backward.dot(y)), alpha, tol, max_iter).x
     via_a, via_h = _salsa_pointers(forward, backward, alpha, rhs)
     out: dict[str, Attribution] = {}
     for i, t in enumerate(pos):
@@ -357,7 +533,7 @@ def salsa_attribution(graph: WeightedGraph, personalization: Mapping[str, float]
     return out
 
 
-def _salsa_pointers(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: float,
+def _salsa_pointers(forward: SparseRows, backward: SparseRows, alpha: float,
                     direct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Max-product search of SALSA paths from each hub to each target authority (columns of ``direct``, the
     one-step values F[u, t]): for each hub, the authority it steps to and the hub it steps back to on its
@@ -378,7 +554,7 @@ def _salsa_pointers(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: floa
     return via_a, via_h
 
 
-def _salsa_follow(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: float, via_a: np.ndarray,
+def _salsa_follow(forward: SparseRows, backward: SparseRows, alpha: float, via_a: np.ndarray,
                   via_h: np.ndarray, source: int, target: int) -> tuple[list[int], list[bool], float] | None:
     """The SALSA path from hub ``source`` to authority ``target`` that the pointers give: (nodes, along
     flags, product), or None when none reaches it."""
@@ -387,12 +563,12 @@ def _salsa_follow(forward: sp.csr_matrix, backward: sp.csr_matrix, alpha: float,
     while len(nodes) <= PATH_STEPS + 1:
         a = int(via_a[u])
         if a < 0:
-            f = float(forward[u, target])
+            f = forward.get(u, target)
             if f <= 0.0:
                 return None
             return nodes + [target], along + [True], value * f
         h = int(via_h[u])
-        value *= float(forward[u, a]) * (1.0 - alpha) * float(backward[a, h])
+        value *= forward.get(u, a) * (1.0 - alpha) * backward.get(a, h)
         nodes += [a, h]
         along += [True, False]
         u = h

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
+from crase_core.store.adjacency import CitationGraph
 from crase_core.text import content_terms
 
 #: pseudo-citers that hold no query term (the smoothing ``c`` above)
@@ -32,7 +32,7 @@ SMOOTHING = 5.0
 
 
 def anchor_scores(query: str, postings_of: Callable[[str], np.ndarray], idf: Callable[[str], float],
-                  citers: sp.csr_matrix, visible: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
+                  citers: CitationGraph, visible: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
     """a(v) for every paper (0 for a hidden one); ``postings_of(stem)`` gives the ids of the papers
     holding the stem, ``citers`` row v the papers that cite v."""
     n = visible.size

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
-import bibtexparser
 import numpy as np
 
 from crase_core.errors import InputError
@@ -209,6 +208,8 @@ def bibtex_entries(text: str) -> Iterator[tuple[str, str, dict[str, str]] | str]
     """``(type, key, fields)`` per BibTeX entry (field names lower-case, whitespace collapsed), or a
     short error string for a block that could not be read. Parsing is bibtexparser's, after
     :func:`check_bibtex_shape`; a parser failure is an InputError."""
+    import bibtexparser  # only a BibTeX library needs it
+
     check_bibtex_shape(text)
     try:
         library = bibtexparser.parse_string(text)
@@ -306,14 +307,17 @@ def resolve(entries: Iterable[LibraryEntry], source: PaperSource) -> list[Librar
     ``arXiv:<id>`` / ``DOI:<doi>`` aliases (Semantic Scholar resolves them).
     """
     entries = list(entries)
-    local = _local_arxiv_map(source)
-    corpus_ids = getattr(getattr(source, "corpus", None), "index", {})
+    corpus = getattr(source, "corpus", None)
+    is_local = corpus is not None and getattr(corpus, "fingerprint", None) is not None
+    # the arXiv map reads every paper that has an arXiv id: built only when an entry is an arXiv id
+    local = _local_arxiv_map(source) if is_local and any(e.kind == "arxiv" for e in entries) else None
+    corpus_ids = getattr(corpus, "index", {})
     wanted: dict[LibraryEntry, str] = {}
     for e in entries:
         if e.kind == "id":
             wanted[e] = e.value
-        elif local is not None:
-            pid = local.get(e.value) if e.kind == "arxiv" else None
+        elif is_local:
+            pid = local.get(e.value) if e.kind == "arxiv" and local is not None else None
             if pid is None and e.kind == "arxiv" and e.value in corpus_ids:
                 pid = e.value
             if pid is not None:

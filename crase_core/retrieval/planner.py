@@ -30,13 +30,15 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core.records import PlanResult
 from crase_core.text import content_words, stem
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 _CLAUSE_SPLIT = re.compile(
     r"[,;:?!()\[\]]|\.\s|\s(?:via|using|through|with|and|or|by|whether|where|while|versus|vs\.?|without|"
@@ -229,6 +231,8 @@ class FieldVocabulary:
         if d.size < 3:
             return []
         if self._doc_terms is None:
+            import scipy.sparse as sp
+
             nnz = self.indices.size
             self._doc_terms = sp.csc_matrix((np.ones(nnz, dtype=np.float32), self.indices, self.indptr),
                                             shape=(self.n_docs, len(self.indptr) - 1)).tocsr()

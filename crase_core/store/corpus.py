@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core.errors import CorpusError
 from crase_core.records import Paper
 from crase_core.resources import corpus_dir
 from crase_core.settings import environment
+from crase_core.store.adjacency import Adjacency, CitationGraph
 from crase_core.store.corpus_validation import (
     ParseNotes,
     ValidationReport,
@@ -331,8 +331,8 @@ class Corpus:
     papers: Sequence[Paper]
     index: Mapping[str, int]
     months: np.ndarray
-    refs: sp.csr_matrix
-    cites: sp.csr_matrix
+    refs: CitationGraph
+    cites: CitationGraph
     fingerprint: str
     dropped_edges: dict[str, int] = field(default_factory=dict)
     #: the on-disk store it is memory-mapped from (:mod:`crase_core.store.corpus_store`); None when parsed into memory
@@ -353,35 +353,24 @@ class Corpus:
         return int(self.refs.nnz)
 
     def in_degree(self) -> np.ndarray:
-        if isinstance(self.cites, sp.csr_matrix):
-            return np.diff(self.cites.indptr)
         return self.cites.row_lengths()
 
     def references_of(self, i: int) -> np.ndarray:
         """Ascending positions of the papers paper ``i`` cites."""
-        return _row(self.refs, i)
+        return self.refs.row(i)
 
     def citers_of(self, i: int) -> np.ndarray:
         """Ascending positions of the papers that cite paper ``i``."""
-        return _row(self.cites, i)
+        return self.cites.row(i)
 
     def edges_within(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The citations u→v with both ends in the ascending ``positions``, as (row, col) indexes into it."""
-        if isinstance(self.refs, sp.csr_matrix):
-            sub = self.refs[positions][:, positions].tocoo()
-            return sub.row, sub.col
         return self.refs.edges_within(positions)
 
     def iter_edges(self) -> Iterator[tuple[str, str]]:
         coo = self.refs.tocoo()
         for u, v in zip(coo.row, coo.col, strict=True):
             yield self.papers[u].id, self.papers[v].id
-
-
-def _row(matrix: sp.csr_matrix, i: int) -> np.ndarray:
-    if isinstance(matrix, sp.csr_matrix):
-        return matrix.indices[matrix.indptr[i]:matrix.indptr[i + 1]]
-    return matrix.row(i)
 
 
 def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | None = None) -> Corpus:
@@ -431,6 +420,8 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
             cols.append(v)
     n = len(papers)
     data = np.ones(len(rows), dtype=np.float32)
+    import scipy.sparse as sp  # parsing builds with scipy; the corpus keeps plain arrays (store/adjacency.py)
+
     refs = sp.csr_matrix((data, (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))), shape=(n, n))
     before = len(rows)
     refs.sum_duplicates()
@@ -450,8 +441,8 @@ def load_corpus(directory: str | os.PathLike[str] | None = None, name: str | Non
         papers=papers,
         index=index,
         months=np.array(months, dtype=np.int32),
-        refs=refs,
-        cites=cites,
+        refs=Adjacency(refs.indptr, refs.indices, n),
+        cites=Adjacency(cites.indptr, cites.indices, n),
         fingerprint=fingerprint([papers_path, cites_path]),
         dropped_edges=dropped,
         validation=report,

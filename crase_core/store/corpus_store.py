@@ -48,12 +48,12 @@ from pathlib import Path
 from typing import Any, Protocol, overload
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core import atomic
 from crase_core.cache import cache_root
 from crase_core.errors import CorpusError, CraseError
 from crase_core.records import Paper
+from crase_core.store.adjacency import Adjacency
 from crase_core.store.corpus import (
     NO_YEAR,
     UNDATED_MONTH,
@@ -763,13 +763,6 @@ def _check_shapes(a: dict[str, np.ndarray], n: int, n_refs: int) -> None:
         raise ValueError("pending citations")
 
 
-def _csr(indptr: np.ndarray, indices: np.ndarray, n: int) -> sp.csr_matrix:
-    ones = np.broadcast_to(np.float32(1.0), (indices.size,))  # no memory: every value is 1
-    m = sp.csr_matrix((ones, indices, indptr), shape=(n, n), copy=False)
-    m.has_sorted_indices = True
-    return m
-
-
 def open_store(path: Path, fingerprint: str | None = None, name: str | None = None) -> Corpus:
     """The corpus stored at ``path``, memory-mapped. ValueError/OSError (saying what) when the store is
     missing, of another version or fingerprint, truncated, or its files do not fit together."""
@@ -787,7 +780,7 @@ def open_store(path: Path, fingerprint: str | None = None, name: str | None = No
     validation = ValidationReport.from_dict(saved if isinstance(saved, dict) else {})
     return Corpus(name=name or str(meta.get("name")), papers=StorePapers(cols),
                   index=IdIndex(a["ids_sorted"], a["id_order"]), months=a["month"],
-                  refs=_csr(a["refs_indptr"], a["refs_indices"], n), cites=_csr(a["cites_indptr"], a["cites_indices"], n),
+                  refs=Adjacency(a["refs_indptr"], a["refs_indices"], n), cites=Adjacency(a["cites_indptr"], a["cites_indices"], n),
                   fingerprint=str(meta["fingerprint"]), dropped_edges=dropped, store=path, validation=validation)
 
 

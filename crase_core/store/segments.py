@@ -45,20 +45,23 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import scipy.sparse as sp
 
 from crase_core import atomic
 from crase_core.errors import CorpusError
 from crase_core.records import Paper
 from crase_core.store import corpus_store as cs
+from crase_core.store.adjacency import CitationGraph
 from crase_core.store.corpus import Corpus, fingerprint, hash_range
 from crase_core.store.corpus_validation import ParseNotes, ValidationReport, direction_counts
 from crase_core.store.npy_folder import map_npy, read_meta
 from crase_core.store.sorted_keys import KeyLookup
 from crase_core.store.textindex import PostingsBuilder, load_postings, save_merged_postings, save_postings
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 SEGMENT_FORMAT = "crase-corpus-segment"
 SEGMENT_VERSION = 1
@@ -89,7 +92,7 @@ class GraphUnion:
     ``parts`` are (rows, cols) int64 arrays sorted by (row, col), in global positions; ``n`` the corpus size.
     """
 
-    def __init__(self, base: sp.csr_matrix, n: int, parts: Sequence[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, base: CitationGraph, n: int, parts: Sequence[tuple[np.ndarray, np.ndarray]]):
         self.base = base
         self.n_base = int(base.shape[0])
         self.shape = (n, n)
@@ -100,7 +103,7 @@ class GraphUnion:
         """Ascending columns of row ``i``."""
         pieces = []
         if i < self.n_base:
-            pieces.append(np.asarray(self.base.indices[self.base.indptr[i]:self.base.indptr[i + 1]]))
+            pieces.append(np.asarray(self.base.row(i)))
         for rows, cols in self.parts:
             lo, hi = np.searchsorted(rows, [i, i + 1]).tolist()
             if hi > lo:
@@ -112,7 +115,7 @@ class GraphUnion:
 
     def row_lengths(self) -> np.ndarray:
         out = np.zeros(self.shape[0], dtype=np.int64)
-        out[:self.n_base] = np.diff(np.asarray(self.base.indptr))
+        out[:self.n_base] = self.base.row_lengths()
         for rows, _ in self.parts:
             out += np.bincount(rows, minlength=self.shape[0])
         return out
@@ -132,8 +135,8 @@ class GraphUnion:
         """The edges with both ends in the ascending ``positions``, as (row, col) indexes into it."""
         positions = np.asarray(positions, dtype=np.int64)
         inside = positions[positions < self.n_base]
-        sub = self.base[inside][:, inside].tocoo()
-        rows, cols = [sub.row.astype(np.int64)], [sub.col.astype(np.int64)]
+        sub_rows, sub_cols = self.base.edges_within(inside)
+        rows, cols = [sub_rows], [sub_cols]
         for r, c in self.parts:
             keep = np.isin(r, positions) & np.isin(c, positions)
             rows.append(np.searchsorted(positions, r[keep]))
@@ -142,6 +145,8 @@ class GraphUnion:
 
     def tocsr(self) -> sp.csr_matrix:
         """The whole graph as one scipy matrix (O(edges); for checks and tools, not for queries)."""
+        import scipy.sparse as sp
+
         coo = self.base.tocoo()
         rows = np.concatenate([coo.row.astype(np.int64), *(r for r, _ in self.parts)])
         cols = np.concatenate([coo.col.astype(np.int64), *(c for _, c in self.parts)])

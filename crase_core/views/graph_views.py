@@ -839,56 +839,82 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
         return {}
     xy = np.array([positions[p] for p in ids], dtype=float)
     rad = np.array([sizes[p] for p in ids], dtype=float) + NODE_CLEARANCE
+    reach = float(rad.max())
     index = {p: i for i, p in enumerate(ids)}
-    seg_a, seg_b = np.zeros((0, 2)), np.zeros((0, 2))  # the chosen curves' segments
-    mids = np.zeros((0, 2))
+    step = BEND_SAMPLES - 1
+    seg_a, seg_b = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # the chosen curves' segments
+    mids = np.zeros((len(edges), 2))
+    done = 0  # curves chosen so far (their segments and midpoints fill the arrays' heads)
     out: dict[str, float] = {}
+    # Only what lies near a curve can decide: a paper closer than its radius lies within ``reach`` of the curve's
+    # box, a segment or midpoint within MIDPOINT_CLEARANCE; what lies further only adds values that are not
+    # read (a clear curve's exact clearance, room beyond MIDPOINT_CLEARANCE), so each choice is the one the
+    # whole sets give.
     for e in edges:
         if e.citing not in index or e.cited not in index or e.citing == e.cited:
             continue
         p, q = positions[e.citing], positions[e.cited]
         others = np.ones(len(ids), dtype=bool)
         others[[index[e.citing], index[e.cited]]] = False
-        options = []
-        for bend in REVERSE_BENDS if (e.cited, e.citing) in present else BENDS:
-            pts = np.array(curve_points(p, q, bend))
-            papers = _clearance(pts, xy[others], rad[others]) if others.any() else math.inf
-            room = min(_to_segments(pts[len(pts) // 2], seg_a, seg_b),
-                       _clearance(pts, mids, np.zeros(len(mids))) if len(mids) else math.inf)
-            options.append((bend, papers, room, pts))
+        xy_o, rad_o = xy[others], rad[others]
+        a, b, m = seg_a[:done * step], seg_b[:done * step], mids[:done]
+        bends = REVERSE_BENDS if (e.cited, e.citing) in present else BENDS
+        curves = np.array([curve_points(p, q, bend) for bend in bends])  # (bends, samples, 2), all at once
+        lo, hi = curves.min(axis=(0, 1)), curves.max(axis=(0, 1))
+        centre = curves[:, len(curves[0]) // 2]
+        near = _within(xy_o, lo - reach, hi + reach)
+        papers = _clearances(curves, xy_o[near], rad_o[near])
+        seg_near = (_within(np.minimum(a, b), -math.inf, hi + MIDPOINT_CLEARANCE)
+                    & _within(np.maximum(a, b), lo - MIDPOINT_CLEARANCE, math.inf))
+        mid_near = _within(m, lo - MIDPOINT_CLEARANCE, hi + MIDPOINT_CLEARANCE)
+        room = np.minimum(_to_segments_each(centre, a[seg_near], b[seg_near]),
+                          _clearances(curves, m[mid_near], np.zeros(int(mid_near.sum()))))
+        options = [(bend, float(papers[i]), float(room[i]), curves[i]) for i, bend in enumerate(bends)]
         clear = [o for o in options if o[1] >= 0]
         chosen = (next((o for o in clear if o[2] >= MIDPOINT_CLEARANCE), None)
                   or (max(clear, key=lambda o: o[2]) if clear else max(options, key=lambda o: o[1])))
         out[edge_id(e)] = chosen[0]
         pts = chosen[3]
-        seg_a, seg_b = np.vstack([seg_a, pts[:-1]]), np.vstack([seg_b, pts[1:]])
-        mids = np.vstack([mids, pts[len(pts) // 2]])
+        seg_a[done * step:(done + 1) * step], seg_b[done * step:(done + 1) * step] = pts[:-1], pts[1:]
+        mids[done] = pts[len(pts) // 2]
+        done += 1
     return out
 
 
-def _to_segments(point: Any, seg_a: Any, seg_b: Any) -> float:
-    """Distance from ``point`` to the nearest of the segments seg_a[i]–seg_b[i] (inf when there are none)."""
+def _within(points: Any, lo: Any, hi: Any) -> Any:
+    """Mask of the rows of ``points`` (N × 2) inside the box [lo, hi] (bounds may be scalars or 2-vectors)."""
+    return ((points >= lo) & (points <= hi)).all(axis=1)
+
+
+def _to_segments_each(points: Any, seg_a: Any, seg_b: Any) -> Any:
+    """For each of ``points`` (B × 2), the distance to the nearest of the segments seg_a[i]–seg_b[i] (inf when
+    there are none): for B points at once."""
     import numpy as np
 
     if not len(seg_a):
-        return math.inf
+        return np.full(len(points), math.inf)
     ab = seg_b - seg_a
-    t = np.clip(((point - seg_a) * ab).sum(axis=1) / np.maximum((ab ** 2).sum(axis=1), 1e-12), 0.0, 1.0)
-    return float(np.hypot(*(point - (seg_a + t[:, None] * ab)).T).min())
+    length2 = np.maximum((ab ** 2).sum(axis=1), 1e-12)
+    ap = points[:, None, :] - seg_a[None]
+    t = np.clip((ap * ab[None]).sum(axis=2) / length2[None], 0.0, 1.0)
+    return np.hypot(*(points[:, None, :] - (seg_a[None] + t[..., None] * ab[None])).transpose(2, 0, 1)).min(axis=1)
 
 
-def _clearance(pts: Any, centres: Any, radii: Any) -> float:
-    """min over discs of (distance from the disc's centre to the polyline ``pts``) − its radius."""
+def _clearances(curves: Any, centres: Any, radii: Any) -> Any:
+    """For each of ``curves`` (B × samples × 2): min over discs of (distance from the disc's centre to the
+    polyline) − its radius (inf when there is no disc)."""
     import numpy as np
 
-    a, b = pts[:-1], pts[1:]  # segments (S, 2)
+    if not len(centres):
+        return np.full(len(curves), math.inf)
+    a, b = curves[:, :-1], curves[:, 1:]  # segments (B, S, 2)
     ab = b - a
-    length2 = np.maximum((ab ** 2).sum(axis=1), 1e-12)
-    ap = centres[:, None, :] - a[None, :, :]  # (M, S, 2)
-    t = np.clip((ap * ab[None]).sum(axis=2) / length2[None], 0.0, 1.0)
-    nearest = a[None] + t[..., None] * ab[None]
-    d = np.hypot(*(centres[:, None, :] - nearest).transpose(2, 0, 1)).min(axis=1)
-    return float((d - radii).min())
+    length2 = np.maximum((ab ** 2).sum(axis=2), 1e-12)
+    ap = centres[None, :, None, :] - a[:, None, :, :]  # (B, M, S, 2)
+    t = np.clip((ap * ab[:, None]).sum(axis=3) / length2[:, None], 0.0, 1.0)
+    nearest = a[:, None] + t[..., None] * ab[:, None]
+    d = np.hypot(*(centres[None, :, None, :] - nearest).transpose(3, 0, 1, 2)).min(axis=2)
+    return (d - radii[None]).min(axis=1)
 
 
 # --- drawing records --------------------------------------------------------------------------------------

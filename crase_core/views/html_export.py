@@ -8,7 +8,8 @@ graph or the list) shows its abstract, link, seed fate and reason.
 
 Safety: every string from the trace travels as JSON inside ``<script type="application/json">``
 with ``<``, ``>``, ``&`` and U+2028/U+2029 written as ``\\u`` escapes (so no title can close the
-script element), and the page renders it with ``textContent`` only; links are built in Python from
+script element) — for a large run that JSON gzip-compressed in base64 (:func:`data_block`; the page inflates it
+with the browser's own ``DecompressionStream``, offline), and the page renders it with ``textContent`` only; links are built in Python from
 validated identifiers (:func:`crase_core.retrieval.library.paper_link`) and re-checked to be http(s) in the page.
 TeX in titles, authors, abstracts, claims and contexts is rendered by :mod:`crase_core.views.tex` (the renderer
 the app and the CLI use): plain Unicode for labels, tooltips and the list's author lines, and for the panel
@@ -19,6 +20,8 @@ and the list its JSON tree (:func:`crase_core.views.tex.to_json`), which the pag
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import math
@@ -59,6 +62,31 @@ def script_json(data: object) -> str:
     for c, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(c, esc)
     return text
+
+
+#: a run whose data takes more than this many bytes as JSON travels gzip-compressed (the browser inflates it)
+COMPRESS_ABOVE = 256 * 1024
+GZIP_TYPE = "application/x-crase-gzip-base64"
+
+
+def data_block(data: object) -> tuple[str, str]:
+    """(the data element's type, its text): :func:`script_json` for a small run; for one above
+    :data:`COMPRESS_ABOVE` bytes the same JSON gzip-compressed in base64 (:data:`GZIP_TYPE`: the page inflates it
+    with the browser's ``DecompressionStream``), a fifth of the size. Base64 holds no ``<``, ``>`` or ``&``."""
+    text = script_json(data)
+    if len(text) <= COMPRESS_ABOVE:
+        return "application/json", text
+    packed = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    return GZIP_TYPE, base64.b64encode(packed).decode("ascii")
+
+
+def page_data(page: str) -> Any:
+    """The data of a page :func:`to_html` wrote (inflated when compressed): what its script reads."""
+    head, _, rest = page.partition('id="crase-data">')
+    text = rest.split("</script>", 1)[0]
+    if head.rsplit("<script", 1)[-1].strip().startswith(f'type="{GZIP_TYPE}"'):
+        text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+    return json.loads(text)
 
 
 def _num(x: float) -> float:
@@ -237,11 +265,12 @@ def to_html(trace: RunTrace) -> str:
         if closing in text.lower():  # never true for the shipped files; refuse rather than break the page
             raise ValueError(f"{name} contains {closing!r} and cannot be inlined")
     title = html.escape(f"Crase run — {trace.query[:120]}", quote=True)
+    data_type, data = data_block(export_data(trace))
     parts = {"TITLE": title, "VIS_CSS": files["vis-network.css"], "GRAPH_CSS": files["graph_core.css"],
-             "DATA": script_json(export_data(trace)), "APP_JS": _APP_JS, "VIS_JS": files["vis-network.min.js"],
+             "DATA_TYPE": data_type, "DATA": data, "APP_JS": _APP_JS, "VIS_JS": files["vis-network.min.js"],
              "GRAPH_JS": files["graph_core.js"], "WHY": why_html(trace)}
     # one pass over the template: text put in is never scanned for placeholders again
-    return re.sub(r"@@(TITLE|VIS_CSS|GRAPH_CSS|DATA|APP_JS|VIS_JS|GRAPH_JS|WHY)@@", lambda m: parts[m.group(1)], _PAGE)
+    return re.sub(r"@@(TITLE|VIS_CSS|GRAPH_CSS|DATA_TYPE|DATA|APP_JS|VIS_JS|GRAPH_JS|WHY)@@", lambda m: parts[m.group(1)], _PAGE)
 
 
 _PAGE = """<!doctype html>
@@ -316,7 +345,7 @@ ranked. Double-click a paper for its focus view.</p></section>
 <h2>Ranked papers</h2>
 <ol id="results"></ol>
 @@WHY@@
-<script type="application/json" id="crase-data">@@DATA@@</script>
+<script type="@@DATA_TYPE@@" id="crase-data">@@DATA@@</script>
 <script>@@VIS_JS@@</script>
 <script>@@GRAPH_JS@@</script>
 <script>@@APP_JS@@</script>
@@ -327,7 +356,14 @@ ranked. Double-click a paper for its focus view.</p></section>
 _APP_JS = r"""
 (function () {
   "use strict";
-  var D = JSON.parse(document.getElementById("crase-data").textContent);
+  // the run's data: JSON, or for a large run gzip-compressed JSON in base64, inflated by the browser's own
+  // DecompressionStream (no library, no network)
+  var block = document.getElementById("crase-data");
+  if (block.type === "application/json") { start(JSON.parse(block.textContent)); return; }
+  var bytes = Uint8Array.from(atob(block.textContent.trim()), function (ch) { return ch.charCodeAt(0); });
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text()
+    .then(function (text) { start(JSON.parse(text)); });
+function start(D) {
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
   function add(parent, child) { parent.appendChild(child); return child; }
   function fmt(x, d) { return Number(x).toFixed(d); }
@@ -514,5 +550,6 @@ _APP_JS = r"""
   show();
   var wait = setInterval(function () { if (graph.ready) { clearInterval(wait); window.craseExport.ready = true; } }, 30);
   window.addEventListener("resize", function () { graph.resize(); });
+}
 })();
 """
