@@ -186,3 +186,14 @@ def test_a_similarity_run_names_its_scorer_in_the_trace_cli_and_export(brane_cor
     legend = [i["text"] for i in legend_items(trace, graph_view(trace, "everything", show_pruned=True))]
     assert "dashed: claim similarity (MiniLM, not entailment)" in legend
     assert not any("word-overlap" in t for t in legend)
+
+
+def test_the_heat_map_of_a_similarity_edge_is_titled_claim_similarity_not_entailment():
+    from crase_app.shared import matrix_chart
+    from crase_core.records import EdgeRecord
+
+    edge = EdgeRecord(citing="a", cited="b", kept=True, delta=0.5, weight=0.5, matrix=[[0.71, 0.2], [0.3, 0.1]],
+                      supported=[True, False], scorer="similarity", theta=0.6)
+    spec = json.dumps(matrix_chart(edge, 0.6, [("c1", "one"), ("c2", "two")], [("c1", "x"), ("c2", "y")]).to_dict(),
+                      ensure_ascii=False)
+    assert "claim similarity (MiniLM)" in spec and "entailment" not in spec
