@@ -24,6 +24,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from crase_core.errors import InputError
@@ -167,3 +168,30 @@ def remove_dir(path: Path, why: str = "old") -> None:
     except OSError:
         return
     shutil.rmtree(aside, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, what: str, on_busy: Callable[[], None]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` itself (no lock file is made) for the block; closing releases it.
+
+    When another process holds it, ``on_busy()`` is called first: it raises to refuse (an InputError saying
+    so), or returns to wait for the other process. ``what`` names the folder in the one-line error when it
+    cannot be opened. Without ``fcntl`` (not POSIX) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise InputError(f"cannot open {what} {folder}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_busy()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -302,24 +302,11 @@ def _json_line(row: dict[str, Any]) -> str:
 def _exclusive(out: Path) -> Any:
     """Hold a lock on the folder ``out`` itself for the run; another eval writing ``out`` is refused with an
     InputError."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
+    def refuse() -> None:
+        raise InputError(f"another crase eval is writing {out}; wait for it to finish, or use another --out folder")
+
+    with atomic.folder_lock(out, "the --out folder", refuse):
         yield
-        return
-    try:
-        fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError as e:
-        raise InputError(f"cannot open the --out folder {out}: {e.strerror or e}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise InputError(f"another crase eval is writing {out}; wait for it to finish, or use another "
-                             "--out folder") from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def run_eval(job: EvalJob, *, fresh: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -25,7 +25,6 @@ by folder, when the corpus folder cannot be written), where a query finds it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -361,19 +360,11 @@ def one_job(folder: Path, target: Path, say: Callable[[str], None]) -> Iterator[
     """Hold a lock on the corpus folder itself (``flock`` on the directory: no file is made) for the block: one
     job at a time writes a corpus's rows and file. Another job of the same corpus waits for it, saying so, and
     then finds its file (up to date, or rows to reuse); it never reads rows a running job is writing."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError as e:
-        raise InputError(f"cannot open the corpus folder {folder}: {e.strerror or e}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"another `crase corpus embed` of this corpus is writing {target}; waiting for it to finish")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+    def wait() -> None:
+        say(f"another `crase corpus embed` of this corpus is writing {target}; waiting for it to finish")
+
+    with atomic.folder_lock(folder, "the corpus folder", wait):
         yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def _embed_locked(corpus: Corpus, folder: Path, target: Path, note: str, embedder: Embedder, fresh: bool,
