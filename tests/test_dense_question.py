@@ -183,11 +183,12 @@ def test_without_a_model_or_vectors_the_run_ranks_by_words_and_says_so(tiny_sour
     assert not fell.dense_question
     assert any(w.startswith("question not embedded (ranked by words): the model file is missing") for w in fell.warnings)
     assert [(r.paper_id, r.score) for r in fell.results] == [(r.paper_id, r.score) for r in words.results]
-    # a corpus without vectors: the same, and the warning says how to get them
+    # a corpus never embedded: words, a note that says how to get vectors, and no warning (nothing fell back)
     plain = _run(tiny_source, ON, lambda: FakeEncoder([1.0, 0, 0, 0]))
     assert not plain.dense_question
-    assert any(w.startswith("question not embedded (ranked by words):") and "crase corpus embed" in w
-               for w in plain.warnings)
+    assert plain.dense_note.startswith("question not embedded (ranked by words):")
+    assert "crase corpus embed" in plain.dense_note
+    assert not [w for w in plain.warnings if "embedded" in w]
 
 
 FRESH = """

@@ -87,3 +87,14 @@ def test_salsa_ranking_reports_the_shared_iteration():
     result = PersonalizedSALSA().rank(WeightedGraph(names, edges), {names[0]: 1.0}, alpha=0.5, tol=1e-10)
     assert result.converged and 0 < result.iterations < 100 and result.residual < 1e-10
     assert sum(result.scores.values()) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_a_graph_without_edges_walks_to_the_restart():
+    """No citation at all (a corpus without citations): the products are float zeros, not integers, and
+    PPR's answer is the restart distribution itself."""
+    from crase_core.ranking.walks import SparseRows
+
+    empty = SparseRows.from_entries((3, 3), np.array([], dtype=np.int64), np.array([], dtype=np.int64),
+                                    np.array([], dtype=np.float64))
+    out = empty.dot(empty.dot(np.array([0.2, 0.3, 0.5])))
+    assert out.dtype == np.float64 and out.tolist() == [0.0, 0.0, 0.0]

@@ -97,9 +97,10 @@ class SparseRows:
         """The product with a vector (each row's products added in column order, as scipy does) or with an
         n × T block (with scipy's product from :data:`SCIPY_BLOCK_NNZ` entries)."""
         if x.ndim == 1:
-            products = np.take(x, self.indices)
+            products = np.take(x, self.indices).astype(np.float64, copy=False)
             products *= self.data
-            return np.bincount(self.rows, weights=products, minlength=self.shape[0])
+            # float64 even for a matrix without entries (bincount of nothing gives integers)
+            return np.bincount(self.rows, weights=products, minlength=self.shape[0]).astype(np.float64, copy=False)
         if self.nnz >= SCIPY_BLOCK_NNZ:
             if self._scipy is None:
                 self._scipy = self.toscipy()

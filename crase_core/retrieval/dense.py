@@ -198,9 +198,10 @@ def embed_question(query: str, source: PaperSource, embedder: QuestionEmbedder |
     emb: DocEmbeddings | None = lookup.embeddings
     if emb is None:
         why = lookup.problem or lookup.note.split(": ", 1)[-1]
-        warn = getattr(source, "folder", None) is not None or lookup.problem is not None
         note = f"question not embedded (ranked by words): {why}"
-        return DenseStatus(None, note, note if warn else None)
+        # a file that was there and was refused is a fall-back worth a warning; a corpus never embedded is
+        # said once, by the note (and the semantic-feedback line, which says how to embed it)
+        return DenseStatus(None, note, note if lookup.problem is not None else None)
     if embedder is None:
         return DenseStatus(None, "question not embedded: no encoder was given to this run")
     model = emb.manifest.model if emb.manifest is not None else ""

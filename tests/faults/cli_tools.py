@@ -41,5 +41,6 @@ def one_error(r: Result) -> str:
 
 
 def ranked(stdout: str) -> str:
-    """The query, plan and ranked list of ``crase query`` output (without costs and timings)."""
-    return stdout.split("\nStages:", 1)[0]
+    """The query, plan and ranked list of ``crase query`` output (without the recall estimate, costs and
+    timings: the estimate's line names the corpus)."""
+    return stdout.split("\nStages:", 1)[0].split("\nRecall:", 1)[0]
