@@ -61,8 +61,8 @@ def test_embeddings_from_an_endpoint_turn_semantic_feedback_on(capsys, llm, corp
         assert np.allclose(emb.matrix[i], v / np.linalg.norm(v), atol=2e-3)
     on = crase(capsys, "query", QUERY, "--corpus", corpus, "--quiet")
     assert on.code == 0
-    assert (f"Semantic feedback on: fake-model (64 dimensions, from {llm.base_url}), 6 papers (the question itself "
-            "is not embedded)") in on.out
+    assert (f"Semantic feedback on: fake-model (64 dimensions, from {llm.base_url}), 6 papers (the papers nearest "
+            "the top hit join its list)") in on.out
     check = crase(capsys, "corpus", "check", corpus)
     assert check.code == 0 and f"{folder_embeddings_file(corpus)}: sound (fake-model" in check.out
     again = embed(capsys, llm, corpus)

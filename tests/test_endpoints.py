@@ -126,8 +126,10 @@ def test_the_app_offers_endpoint_names_only_and_runs_on_the_chosen_one(servers, 
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
         at.selectbox(key="rt_backend").set_value("openai").run()
         assert not at.exception
-        # no free-text field takes a URL (or anything else) for the model backend
-        assert [t.label for t in at.text_input] == ["Auditor name"]
+        # no free-text field takes a URL (or anything else) for the model backend: the only ones name the auditor,
+        # a corpus folder (opened only inside <cache>/corpora) and a new corpus to import (a checked name, never a
+        # path or URL): tests/test_corpora_catalog.py
+        assert sorted(t.label for t in at.text_input) == ["Auditor name", "Corpus folder", "Name of the new corpus"]
         assert at.selectbox(key="rt_endpoint").options == ["default", "other (rec-model)"]
         at.selectbox(key="rt_endpoint").set_value("other").run()
         at.text_area(key="query_text").input("holographic entanglement entropy of BTZ black holes")

@@ -228,8 +228,9 @@ def test_bends_go_around_papers_and_pull_reverse_edges_apart():
     bends = V.edge_bends(pos, sizes, trace.edges)
     assert bends["a->d"] == 0.0  # nothing in the way
     assert bends["a->c"] != 0.0  # the straight a→c runs through b: bent, and it clears b
-    assert V._clearance(__import__("numpy").array(V.curve_points(pos["a"], pos["c"], bends["a->c"])),
-                        __import__("numpy").array([pos["b"]]), __import__("numpy").array([10.0 + V.NODE_CLEARANCE])) >= 0
+    np = __import__("numpy")
+    curve = np.array([V.curve_points(pos["a"], pos["c"], bends["a->c"])])
+    assert V._clearances(curve, np.array([pos["b"]]), np.array([10.0 + V.NODE_CLEARANCE]))[0] >= 0
     # b→d and d→b: both bend left of their own direction, i.e. to opposite sides
     assert bends["b->d"] > 0 and bends["d->b"] > 0
     mid_bd = V.curve_points(pos["b"], pos["d"], bends["b->d"])[V.BEND_SAMPLES // 2]

@@ -254,7 +254,8 @@ def test_every_dev_run_still_runs_what_it_ran():
     assert runs["hybrid-keep-planning"] == round3.replace(theta=0.0, theta_lexical=0.0, query_seeds=5,
                                                           text_rank_weight=0.5, text_rank_confidence=0.35)
     # round 6's default (before issue 22) kept every word-overlap edge; its ablations and round 5's run on it
-    round6 = PipelineSettings(theta_lexical=0.0, tau_lexical=0.0, text_matches=0)
+    dense_off = {"dense_seed_weight": 0.0, "dense_restart_weight": 0.0, "dense_fusion_weight": 0.0}  # before issue 30
+    round6 = PipelineSettings(theta_lexical=0.0, tau_lexical=0.0, text_matches=0, **dense_off)
     assert runs["round6-default"] == round6 == runs["semantic-fusion-0.4"]  # round 6's default is that run
     assert runs["round6-pruning"] == round6.replace(theta_lexical=0.15)
     round5 = round6.replace(semantic_feedback_weight=0.0, semantic_feedback_scope="all")
@@ -264,14 +265,19 @@ def test_every_dev_run_still_runs_what_it_ran():
     assert all((runs[n].theta_lexical, runs[n].tau_lexical) != (0.05, 0.35) for n in ev.RUNS
                if n.startswith(("round5", "round6", "semantic")))
     # issue 22's default (before issue 30) pruned at τ_lexical 0.35 and kept no text match without an edge
-    assert runs["issue22-default"] == PipelineSettings(tau_lexical=0.35, text_matches=0)
-    assert all(runs[n].text_matches == 0 for n in ev.RUNS if n not in ("crase", "text-matches-10"))
+    assert runs["issue22-default"] == PipelineSettings(tau_lexical=0.35, text_matches=0, **dense_off)
+    # issue 30's runs of the question embedded are the default with each dense weight set (and all of them 0)
+    dense_runs = [n for n in ev.RUNS if n == "no-dense" or n.startswith("dense-")]
+    assert runs["no-dense"] == PipelineSettings(**dense_off) and len(dense_runs) >= 5
+    assert all(runs[n].text_matches == 0 for n in ev.RUNS if n not in ("crase", "text-matches-10", *dense_runs))
+    assert all(runs[n].dense_fusion_weight == 0.0 for n in ev.RUNS if n not in ("crase", "text-matches-10")
+               and not n.startswith("dense-fusion") and n not in ("paper",))
     # every run measured before the switch judged every edge at one bar — θ_lexical 0.15 is the word share the
     # logistic scale of that time read as θ 0.75 (0.17 as 0.85) — and got the round-3 values it does not name
     same_bar = {0.0: 0.0, 0.75: 0.15, 0.85: 0.17}
     for name, run in ev.RUNS.items():
-        if name in ("crase", "paper", "issue22-default", "no-text-matches", "text-matches-10") or name.startswith(
-                ("round5", "round6", "semantic", "prune")):
+        if name in ("crase", "paper", "issue22-default", "no-text-matches", "text-matches-10", "no-dense") or \
+                name.startswith(("round5", "round6", "semantic", "prune", "dense-")):
             continue
         s = runs[name]
         assert s.theta_lexical == same_bar[s.theta] and s.tau_lexical == s.tau, name

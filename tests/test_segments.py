@@ -234,10 +234,11 @@ def test_hepth_with_its_last_percent_appended_ranks_as_the_embedded_corpus(tmp_p
     engines = [(grown, hepth_engine), (Engine(src.restricted(flt), grown.backend, grown.cache),
                                        Engine(hepth_engine.source.restricted(flt), hepth_engine.backend, hepth_engine.cache))]
     assert src.embeddings is None and hepth_engine.source.embeddings is not None
-    no_semantic = PipelineSettings(semantic_feedback_weight=0.0)
+    no_semantic = PipelineSettings(semantic_feedback_weight=0.0, dense_fusion_weight=0.0)
     for a, b in engines:
         for q in ("black hole entropy counting", "tachyon condensation", "noncommutative geometry from strings"):
-            # semantic feedback off: embeddings ship for the embedded corpus's fingerprint only, not the grown one's
+            # semantic feedback and the question's embedding off: embeddings ship for the embedded corpus's fingerprint
+            # only, not the grown one's
             ta, tb = run_query(q, a, no_semantic, now=now), run_query(q, b, no_semantic, now=now)
             assert len(ta.results) >= 10 and len(ta.edges) >= 10
             assert [(r.paper_id, r.score, r.reason) for r in ta.results] == [(r.paper_id, r.score, r.reason) for r in tb.results], q

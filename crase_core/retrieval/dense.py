@@ -198,10 +198,13 @@ def embed_question(query: str, source: PaperSource, embedder: QuestionEmbedder |
     emb: DocEmbeddings | None = lookup.embeddings
     if emb is None:
         why = lookup.problem or lookup.note.split(": ", 1)[-1]
-        note = f"question not embedded (ranked by words): {why}"
-        # a file that was there and was refused is a fall-back worth a warning; a corpus never embedded is
-        # said once, by the note (and the semantic-feedback line, which says how to embed it)
-        return DenseStatus(None, note, note if lookup.problem is not None else None)
+        if lookup.problem is not None:  # a file that was there and was refused: a fall-back worth a warning,
+            # in a few words (the semantic-feedback warning already names the file and why)
+            note = "question not embedded (ranked by words): the corpus's embeddings file was refused (see the " \
+                   "semantic-feedback note)"
+            return DenseStatus(None, note, note)
+        # a corpus never embedded: said once, by the note (the semantic-feedback line says how to embed it)
+        return DenseStatus(None, f"question not embedded (ranked by words): {why}")
     if embedder is None:
         return DenseStatus(None, "question not embedded: no encoder was given to this run")
     model = emb.manifest.model if emb.manifest is not None else ""

@@ -53,7 +53,8 @@ def shared_tmp(prefix: str) -> Path:
 
 
 def ranked(stdout: str) -> str:
-    """The query, plan and ranked list of ``crase query`` output (without counts, cache figures and timings)."""
-    head = stdout.split("\nStages:", 1)[0]
+    """The query, plan and ranked list of ``crase query`` output (without the recall estimate, whose line names
+    the corpus, counts, cache figures and timings)."""
+    head = stdout.split("\nStages:", 1)[0].split("\nRecall:", 1)[0]
     assert head.startswith("Query:") and re.search(r"^ *1\. \[", head, re.M), stdout
     return head
