@@ -50,7 +50,9 @@ def _corpus_vectors(source: Any, rows: int) -> np.ndarray | None:
     lookup = getattr(source, "semantic", None)
     emb = getattr(lookup, "embeddings", None)
     manifest = getattr(emb, "manifest", None)
-    if emb is None or manifest is None or manifest.model != MODEL_NAME or manifest.source != "minilm":
+    from crase_core.retrieval.dense import model_name
+
+    if emb is None or manifest is None or model_name(manifest.model) != model_name(MODEL_NAME):
         return None
     if emb.matrix.shape != (rows, 384):
         return None
@@ -86,12 +88,10 @@ class DenseIndex:
             log.warning("dense embeddings not cached (%s); using them from memory", e)
 
     def search(self, query: str, k: int, source: Any) -> list[str]:
-        """Top-k visible papers by cosine similarity to ``query`` (ties by id)."""
-        q = self.model.encode([query])[0]
-        sims = self.emb @ q.astype(np.float32)
+        """Top-k visible papers by cosine similarity to ``query`` (ties by corpus row)."""
+        from crase_core.retrieval.dense import nearest_rows
+
+        sims = self.emb @ self.model.encode([query])[0].astype(np.float32)
         visible = getattr(source, "visible", None)
-        if visible is not None:
-            sims = np.where(visible, sims, -np.inf)
-        top = np.argpartition(-sims, min(k, len(sims) - 1))[: k + 1]
-        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), self.ids[i]))
-        return [self.ids[i] for i in order if np.isfinite(sims[i])][:k]
+        rows = nearest_rows(sims, np.ones(len(sims), dtype=bool) if visible is None else np.asarray(visible), k)
+        return [self.ids[i] for i in rows]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,26 @@ def shared_tmp(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=f"crase-fault-{prefix}-"))
     path.chmod(0o755)
     return path
+
+
+@contextlib.contextmanager
+def small_disk(prefix: str, free_kib: int) -> Iterator[Path]:
+    """A 1 MiB tmpfs (writable by anyone) filled but for about ``free_kib`` KiB; skips where mounting is not
+    allowed. Unmounted and removed afterwards."""
+    mnt = shared_tmp(prefix)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        mnt.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
+    try:
+        mnt.chmod(0o777)
+        with contextlib.suppress(OSError), open(mnt / "filler", "wb") as f:
+            f.write(b"\0" * ((1024 - free_kib) * 1024))
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        with contextlib.suppress(OSError):
+            mnt.rmdir()
 
 
 def ranked(stdout: str) -> str:

@@ -6,7 +6,6 @@ the numbers of a clean run."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import resource
 import shutil
@@ -15,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fault_tools import REPO, cli_env, run_cli, shared_tmp
+from fault_tools import REPO, cli_env, run_cli, small_disk
 
 LINES = [
     {"qid": "q1", "query": "black hole entropy", "relevant": ["9801001"], "paper_id": "0001001"},
@@ -109,29 +108,10 @@ def test_a_folder_made_read_only_before_a_resume_keeps_what_it_holds(place, clea
     assert _numbers(again) == clean
 
 
-@contextlib.contextmanager
-def _small_disk(free_kib: int):
-    """A 1 MiB tmpfs filled but for about ``free_kib`` KiB; skips where mounting is not allowed."""
-    mnt = shared_tmp("eval-tmpfs")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        mnt.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
-    try:
-        mnt.chmod(0o777)
-        with contextlib.suppress(OSError), open(mnt / "filler", "wb") as f:
-            f.write(b"\0" * ((1024 - free_kib) * 1024))
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-        with contextlib.suppress(OSError):
-            mnt.rmdir()
-
-
 @pytest.mark.parametrize("free_kib", [4, 12, 40])  # the journal or the run file, or a plot, does not fit
 @pytest.mark.fault_kind("eval-out-disk-full")
 def test_a_full_disk_is_one_line_and_leaves_no_cut_file(place, clean, free_kib):
-    with _small_disk(free_kib) as disk:
+    with small_disk("eval-tmpfs", free_kib) as disk:
         out = disk / "out"
         r = _eval(place, out)
         msg = _one_line(r)

@@ -5,12 +5,11 @@ gone works."""
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 from pathlib import Path
 
 import pytest
-from fault_tools import run_cli, shared_tmp
+from fault_tools import run_cli, small_disk
 
 OPENALEX_PAGE = Path(__file__).parents[1] / "fixtures" / "openalex" / "works_page.json"
 
@@ -21,24 +20,6 @@ def _one_line(r: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1 and lines[0].startswith("crase: error: "), r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
     return lines[0].removeprefix("crase: error: ")
-
-
-@contextlib.contextmanager
-def _small_disk(free_kib: int):
-    """A 1 MiB tmpfs filled but for about ``free_kib`` KiB; skips where mounting is not allowed."""
-    mnt = shared_tmp("import-tmpfs")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        mnt.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
-    try:
-        with contextlib.suppress(OSError), open(mnt / "filler", "wb") as f:
-            f.write(b"\0" * ((1024 - free_kib) * 1024))
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-        with contextlib.suppress(OSError):
-            mnt.rmdir()
 
 
 def _left(folder: Path) -> list[str]:
@@ -67,7 +48,7 @@ def test_import_into_a_read_only_parent_folder(tmp_path, tiny_corpus_dir):
 @pytest.mark.fault_kind("import-disk-full")
 def test_import_onto_a_full_disk(tmp_path, tiny_corpus_dir, fmt, src, where):
     source = str(src or tiny_corpus_dir)
-    with _small_disk(4 if where == "dest" else 30) as disk:
+    with small_disk("import-tmpfs", 4 if where == "dest" else 30) as disk:
         dest = disk / "mine" if where == "dest" else tmp_path / "mine"
         cache = disk / "cache" if where == "cache" else tmp_path / "cache"
         r = run_cli("corpus", "import", source, str(dest), "--format", fmt, cache_dir=cache)
