@@ -117,15 +117,9 @@ def main() -> None:
     import networkx as nx
 
     from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph
-    from crase_core.stages.ranking import personalization_vector
 
     ours_t, nx_t, diffs = [], [], []
-    for tr in traces:
-        kept = [n.paper.id for n in tr.nodes if n.kept]
-        if not kept:
-            continue
-        edges = [(e.citing, e.cited, e.weight) for e in tr.edges if e.kept]
-        p = personalization_vector(tr.seeds, set(kept), "uniform") or {n: 1 / len(kept) for n in kept}
+    for kept, edges, p in ppr_graphs(traces):
         g = WeightedGraph(kept, edges)
         t = time.perf_counter()
         ours = PersonalizedPageRank().rank(g, p, alpha=0.15, tol=1e-10, max_iter=1000).scores
@@ -141,6 +135,21 @@ def main() -> None:
     print(f"networkx.pagerank (same graph, p, α):      median {statistics.median(nx_t) * 1e3:.2f} ms")
     print(f"ratio networkx/ours {statistics.median(nx_t) / statistics.median(ours_t):.1f}×; "
           f"max |Δπ| {max(diffs):.2e}")
+
+
+def ppr_graphs(traces: list) -> list[tuple[list[str], list[tuple[str, str, float]], dict[str, float]]]:
+    """(kept papers, kept weighted edges, uniform seed restart) of each run that kept a paper: the graphs PPR
+    and networkx.pagerank are timed on."""
+    from crase_core.stages.ranking import personalization_vector
+
+    out = []
+    for tr in traces:
+        kept = [n.paper.id for n in tr.nodes if n.kept]
+        if kept:
+            edges = [(e.citing, e.cited, e.weight) for e in tr.edges if e.kept]
+            p = personalization_vector(tr.seeds, set(kept), "uniform") or {n: 1 / len(kept) for n in kept}
+            out.append((kept, edges, p))
+    return out
 
 
 if __name__ == "__main__":

@@ -131,13 +131,13 @@ def main() -> None:
 def in_process(args: argparse.Namespace) -> None:
     """PPR against networkx on the benchmark questions' graphs, and the warm in-process median."""
     import networkx as nx
+    from core_bench import ppr_graphs  # the script folder is on sys.path when run as a script
 
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache, cache_root
     from crase_core.pipeline import Engine, run_query
     from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph
     from crase_core.sources.local import LocalSource
-    from crase_core.stages.ranking import personalization_vector
     from crase_core.store.termstats import TermStats
 
     queries = [json.loads(line)["query"] for line in args.queries.read_text().splitlines() if line.strip()][: args.n]
@@ -155,12 +155,7 @@ def in_process(args: argparse.Namespace) -> None:
 
     at = load()
     ours_t, nx_t, diffs = [], [], []
-    for tr in traces:
-        kept = [n.paper.id for n in tr.nodes if n.kept]
-        if not kept:
-            continue
-        edges = [(e.citing, e.cited, e.weight) for e in tr.edges if e.kept]
-        p = personalization_vector(tr.seeds, set(kept), "uniform") or {n: 1 / len(kept) for n in kept}
+    for kept, edges, p in ppr_graphs(traces):
         best = []
         for _ in range(3):  # a fresh graph each time: its matrices are built inside the timing
             g = WeightedGraph(kept, edges)
