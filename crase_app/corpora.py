@@ -158,7 +158,7 @@ def import_section(on_done=None) -> None:
     cache_dir, _ = _places()
     root = corpora.corpora_folder(cache_dir)
     with st.form("corpus_import", border=False):
-        c1, c2 = st.columns([1, 2])
+        c1, c2 = st.columns([3, 2])
         fmt = c1.selectbox("Format", list(FORMAT_LABELS), format_func=lambda f: FORMAT_LABELS.get(f, f),
                            key="import_format") or "jsonl"
         name = c2.text_input("Name of the new corpus", key="import_name", max_chars=60, placeholder="mylab")

@@ -139,3 +139,22 @@ def heat_map(chart: Any) -> dict[str, Any]:
 def shown_cell(x: float) -> str:
     """A matrix value as the app shows it: cut (not rounded) to 2 decimals, so a cell below θ never reads as θ."""
     return f"{math.floor(x * 100 + 1e-9) / 100:.2f}"
+
+
+def choose_option(page: Any, box: Any, option: str, tries: int = 4) -> None:
+    """Pick ``option`` in a Streamlit selectbox (``box``: a locator of the widget) the way a user does: click it
+    open, click the option. The dropdown can miss the first click while an expander above it still animates, so
+    the click is repeated (Escape between tries) until the option shows."""
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for attempt in range(tries):
+        box.get_by_role("combobox").first.click()
+        try:
+            wanted.wait_for(state="visible", timeout=5_000)
+        except Exception:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(500)
+            continue
+        wanted.click()
+        return

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from e2e_support import ROOT, SHOTS, skip_without_browser, streamlit_app
+from e2e_support import ROOT, SHOTS, choose_option, skip_without_browser, streamlit_app
 
 skip_without_browser()
 
@@ -94,8 +94,7 @@ def test_import_a_corpus_from_the_app(context, embedded_app, tmp_path, cache_dir
     page = context.new_page()
     _search_ready(page, url)
     page.get_by_text("Corpus: hep-th (embedded) — import or embed").click()
-    page.locator(".st-key-import_format").click()
-    page.get_by_role("option", name="OpenAlex works (API results or snapshot parts)").click()
+    choose_option(page, page.locator(".st-key-import_format"), "OpenAlex works (API results or snapshot parts)")
     page.get_by_label("Name of the new corpus").fill(NAME)
     page.locator(".st-key-import_files input[type=file]").set_input_files(str(_works_file(tmp_path)))
     page.locator(".st-key-import_files").get_by_text("openalex-works.jsonl").wait_for(timeout=60_000)  # uploaded
