@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from crase_core.recall.calibration import Calibration, Lookup
 from crase_core.recall.features import recall_features
-from crase_core.recall.model import group_of
+from crase_core.recall.model import ambiguous, group_of
 from crase_core.records import RecallEstimate
 
 if TYPE_CHECKING:
@@ -54,6 +54,10 @@ FEATURE_WORDS: dict[str, str] = {
     "seed_ref_recall": "how much of the seeds' references the list holds",
     "reference_coverage": "how much the closest papers' reference lists overlap",
     "reference_mass": "how much of the closest papers' references the list holds",
+    "best_match_age": "how recent the best text match is",
+    "best_match_refs": "how many references the best text match has",
+    "best_match_list_share": "how much of the best text match's references the list holds",
+    "seed_agreement": "how many seeds two searches agreed on",
 }
 #: below this estimate the words say what would raise it
 LOW = 0.5
@@ -180,6 +184,8 @@ def summary_lines(est: RecallEstimate | None) -> list[str]:
         return lines
     rests = "; ".join(est.drivers) if est.drivers else "the run's own agreement and score shape"
     form = {"title": "title-like", "question": "question-like"}.get(est.group, "all")
+    if form == "title-like" and ambiguous(est.features):
+        form = "title-like and of question-like"  # its interval spans both forms
     lines.append(f"It rests on {rests}; calibrated on {est.calibration} so that such intervals hold the measured "
                  f"recall@{est.k} for {_pct(est.level)} % of {form} queries.")
     if est.advice:

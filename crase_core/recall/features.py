@@ -11,7 +11,10 @@ returns one number per name of :data:`FEATURES`. Each is a fact of the run a rea
   complete), and Chao's lower bound of the share of all findable papers the lists found;
 * the evidence graph — its size, the share of edges kept, how tightly the returned papers cite each other,
   how many seeds survived pruning;
-* the score shape of the returned list — how much the last place scores against the first.
+* the score shape of the returned list — how much the last place scores against the first;
+* the question's best text match, a stand-in for the paper the question is about (its references are the graph's
+  in full): how old it is against the graph's newest paper, how many references it has, how many of them the
+  list holds; and how many seeds two searches agreed on.
 
 Pure functions; the features' order is fixed by :data:`FEATURES` (a calibration names them).
 """
@@ -35,6 +38,7 @@ FEATURES: tuple[str, ...] = (
     "graph_nodes", "graph_edges", "kept_edge_share", "seed_kept_share",
     "list_in_graph", "list_link_density", "list_linked_share", "list_seed_share", "score_tail",
     "walk_mass", "list_age", "seed_ref_recall", "reference_coverage", "reference_mass",
+    "best_match_age", "best_match_refs", "best_match_list_share", "seed_agreement",
 )
 #: words that open a question or a request rather than a title
 _QUESTION_OPENERS = frozenset({
@@ -57,6 +61,23 @@ def title_form(query: str) -> bool:
     (a typed phrase or a question is the other form)."""
     letters = [c for c in query if c.isalpha()]
     return bool(letters) and letters[0].isupper() and not question_form(query) and len(_WORD.findall(query)) < 20
+
+
+def symbol_start(query: str) -> bool:
+    """Whether ``query`` opens with a term that is capitalised wherever it stands ("D-branes", "N=4", "SL(2,Z)",
+    "M2-branes", "QCD/String": a capital followed by anything but a lower-case letter), so that its first capital
+    does not tell a title from a typed phrase."""
+    words = query.split()
+    first = words[0] if words else ""
+    return len(first) > 1 and first[0].isupper() and not first[1].islower()
+
+
+def form_value(query: str) -> float:
+    """The ``title_form`` feature: 1 for a title-like query, 0 for a question or typed phrase, 0.5 for one that
+    reads as a title only by a symbol's capital (:func:`symbol_start`: either form)."""
+    if not title_form(query):
+        return 0.0
+    return 0.5 if symbol_start(query) else 1.0
 
 
 def _overlap(a: Sequence[str], b: Iterable[str], k: int) -> float:
@@ -109,6 +130,14 @@ def reference_coverage(papers: Sequence[str], refs: dict[str, set[str]], in_list
     return cov, cov * sum(c for p, c in counts.items() if p in in_list) / n
 
 
+def best_match(trace: RunTrace, refs: dict[str, set[str]]) -> str | None:
+    """The question's best text match among the seeds whose references the graph holds (at least 3): the first
+    of the full-question search's top 10 hits that is one; else the first such seed; None without one."""
+    seeds = [s.paper_id for s in trace.seeds if len(refs.get(s.paper_id, ())) >= 3]
+    ids = set(seeds)
+    return next((h.paper_id for h in trace.query_hits[:10] if h.paper_id in ids), seeds[0] if seeds else None)
+
+
 def recall_features(trace: RunTrace) -> dict[str, float]:
     """:data:`FEATURES` of ``trace`` (every value finite)."""
     k = max(1, int(trace.settings.k))
@@ -155,10 +184,13 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
     years = {n.paper.id: n.paper.year for n in trace.nodes if n.paper.year}
     newest = max(years.values(), default=0)
     list_years = sorted(years[p] for p in results if p in years)
+    top_hit = trace.query_hits[0].paper_id if trace.query_hits else None
+    best = best_match(trace, refs)
+    best_refs = refs.get(best, set()) if best is not None else set()
     feats = {
         "query_words": math.log1p(len(_WORD.findall(trace.query))),
         "question_form": float(question_form(trace.query)),
-        "title_form": float(title_form(trace.query)),
+        "title_form": form_value(trace.query),
         "rare_term_share": len(cov.rare_terms) / len(terms) if cov is not None and terms else 0.0,
         "best_match_share": float(cov.best_match_share) if cov is not None else 0.0,
         "mean_term_idf": sum(idf) / len(idf) if idf else 0.0,
@@ -187,5 +219,9 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
         "reference_coverage": coverage,
         "reference_mass": mass,
         "seed_ref_recall": sum(seed_recall) / len(seed_recall) if seed_recall else 0.0,
+        "best_match_age": newest - years[top_hit] if top_hit in years else 0.0,
+        "best_match_refs": math.log1p(len(best_refs)),
+        "best_match_list_share": len(best_refs & in_list) / len(best_refs) if best_refs else 0.0,
+        "seed_agreement": sum(1 for s in trace.seeds if len(s.origins) > 1) / len(trace.seeds) if trace.seeds else 0.0,
     }
     return {name: float(feats[name]) if math.isfinite(feats[name]) else 0.0 for name in FEATURES}

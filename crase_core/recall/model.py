@@ -13,7 +13,9 @@ are r = (y − μ)/s(μ) of queries the model was *not* fitted on (K-fold out-of
 at most α/2 of the time, so the interval covers with probability ≥ 1 − α. Recall is never above 1, so the
 one-sided [μ + q·s, 1] with q the ⌊(n + 1)α⌋-th smallest score is valid too; a group takes whichever of the
 two is narrower on its own scores (the questions' recall is 1 for almost every query: there a two-sided
-interval ending at 0.99 would miss every query it should hold).
+interval ending at 0.99 would miss every query it should hold). A query whose form is ambiguous (it reads as a
+title only by a symbol's capital, ``title_form`` 0.5) takes the title model's estimate and the span of both
+groups' intervals: it covers wherever either would.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def group_of(features: Mapping[str, float]) -> str:
     """The Mondrian group of a run: ``title`` for a query that reads as a paper title
     (:func:`~crase_core.recall.features.title_form`), ``question`` for a question or a typed phrase."""
     return "title" if features.get("title_form", 0.0) >= 0.5 else "question"
+
+
+def ambiguous(features: Mapping[str, float]) -> bool:
+    """Whether the run's query form is ambiguous (``title_form`` strictly between 0 and 1: see
+    :func:`~crase_core.recall.features.form_value`)."""
+    return 0.0 < features.get("title_form", 0.0) < 1.0
 
 
 @dataclass
@@ -93,7 +101,13 @@ class RecallModel:
         found = self.group(features)
         if found is None:
             return None
-        g = found[1]
+        mu, lo, hi = self._own_interval(found[1], features)
+        if ambiguous(features) and "question" in self.groups and found[0] == "title":
+            _, lo2, hi2 = self._own_interval(self.groups["question"], features)
+            lo, hi = min(lo, lo2), max(hi, hi2)
+        return mu, lo, hi
+
+    def _own_interval(self, g: GroupModel, features: Mapping[str, float]) -> tuple[float, float, float]:
         mu = _eta_mu(g, self.features, features)
         s = float(_scale(mu, self.scale_floor))
         hi = min(1.0, max(0.0, mu + g.q_hi * s))
