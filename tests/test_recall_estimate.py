@@ -33,11 +33,12 @@ from crase_core.recall.estimate import summary_lines
 from crase_core.recall.features import (
     FEATURES,
     chao_completeness,
+    form_value,
     question_form,
     reference_coverage,
     title_form,
 )
-from crase_core.recall.model import conformal_quantiles, cross_fit, fit, group_of
+from crase_core.recall.model import GroupModel, RecallModel, conformal_quantiles, cross_fit, fit, group_of
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.store.termstats import TermStats
 from crase_core.views.html_export import export_data
@@ -66,6 +67,47 @@ def test_query_forms():
     assert title_form("Nambu-Goto Strings from SU(N) Born-Infeld model")
     assert not title_form("moduli space of multi-soliton solutions in noncommutative scalar field theory")
     assert group_of({"title_form": 1.0}) == "title" and group_of({"title_form": 0.0}) == "question"
+
+
+def test_a_capital_that_belongs_to_a_symbol_leaves_the_form_ambiguous():
+    assert form_value("Nambu-Goto Strings from SU(N) Born-Infeld model") == 1.0
+    assert form_value("A class of nonlocal truncations in Quantum Einstein Gravity") == 1.0  # "A": a sentence's capital
+    assert form_value("D-branes with a null direction, chiral closed strings and quantum horizons") == 0.5
+    assert form_value("N=4 SYM on R times S^3 and PP-Wave") == 0.5
+    assert form_value("SL(2,Z) family of (p,q) string solutions") == 0.5
+    assert form_value("moduli space of multi-soliton solutions") == 0.0
+    assert form_value("Is there work on D-branes?") == 0.0
+    assert group_of({"title_form": 0.5}) == "title"
+
+
+def one_feature_model() -> RecallModel:
+    """Two hand-made groups on one standardised feature x (mean 0, scale 1): title σ(x) with scores in
+    [−0.5, 0.5], question σ(2 + x) one-sided [μ − 0.5·s, 1], scale floor 0.02."""
+    title = GroupModel([0.0], [1.0], [1.0], 0.0, -0.5, 0.5, 30)
+    question = GroupModel([0.0], [1.0], [1.0], 2.0, -0.5, 1e3, 30)
+    return RecallModel(["x"], {"title": title, "question": question}, 0.8, 0.02, 5.0)
+
+
+def test_an_ambiguous_form_spans_both_groups_intervals():
+    m = one_feature_model()
+    s = 0.5 * math.sqrt(0.25 + 0.02)  # μ = σ(0) = 0.5: 0.5 ± 0.5·√0.27
+    assert m.interval({"x": 0.0, "title_form": 1.0}) == pytest.approx((0.5, 0.5 - s, 0.5 + s))
+    mu_q = 1 / (1 + math.exp(-2.0))
+    s_q = math.sqrt(mu_q * (1 - mu_q) + 0.02)
+    assert m.interval({"x": 0.0, "title_form": 0.0}) == pytest.approx((mu_q, mu_q - 0.5 * s_q, 1.0))
+    # either kind: the title model's estimate, from the title's lower end to the question's upper end (1)
+    assert m.interval({"x": 0.0, "title_form": 0.5}) == pytest.approx((0.5, 0.5 - s, 1.0))
+
+
+def test_ambiguous_rows_train_neither_group():
+    rows, y, strata = synthetic(60, 11)
+    for r in rows[:30]:
+        r["title_form"] = 0.0
+    for r in rows[:5] + rows[30:35]:
+        r["title_form"] = 0.5
+    model = fit(rows, y, strata)
+    assert set(model.groups) == {"title", "question"}
+    assert model.groups["title"].n == 25 and model.groups["question"].n == 25
 
 
 def test_conformal_ranks():

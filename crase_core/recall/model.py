@@ -14,8 +14,9 @@ at most α/2 of the time, so the interval covers with probability ≥ 1 − α. 
 one-sided [μ + q·s, 1] with q the ⌊(n + 1)α⌋-th smallest score is valid too; a group takes whichever of the
 two is narrower on its own scores (the questions' recall is 1 for almost every query: there a two-sided
 interval ending at 0.99 would miss every query it should hold). A query whose form is ambiguous (it reads as a
-title only by a symbol's capital, ``title_form`` 0.5) takes the title model's estimate and the span of both
-groups' intervals: it covers wherever either would.
+title only by a symbol's capital, ``title_form`` 0.5) is of one kind or the other: it trains neither group's model,
+and takes the title model's estimate and the span of both groups' intervals, which covers whenever the interval
+of its own kind would.
 """
 
 from __future__ import annotations
@@ -236,20 +237,21 @@ def fit(rows: Sequence[Mapping[str, float]], y: Sequence[float], strata: Sequenc
         features: Sequence[str] = FEATURES, level: float = LEVEL, ridge: float = RIDGE,
         scale_floor: float = SCALE_FLOOR, n_folds: int = FOLDS, min_group: int = MIN_GROUP) -> RecallModel:
     """Fit on ``rows`` (feature dicts) with measured recalls ``y``: one model per group of :func:`group_of`
-    with at least ``min_group`` rows, and ``all`` (every row) when some group has fewer. ``strata`` (a label
-    per row, e.g. benchmark and kind) spread the conformal folds evenly."""
+    with at least ``min_group`` rows of an unambiguous form (:func:`ambiguous`), and ``all`` (every row) when
+    some group has fewer. ``strata`` (a label per row, e.g. benchmark and kind) spread the conformal folds
+    evenly."""
     if len(rows) < min_group or len(rows) != len(y):
         raise ValueError(f"fitting the recall estimator needs at least {min_group} runs, each with its measured "
                          f"recall (got {len(rows)})")
     x = _matrix(rows, features)
     yy = np.clip(np.asarray(y, dtype=float), 0.0, 1.0)
     st = list(strata) if strata is not None else [""] * len(rows)
-    names = [group_of(r) for r in rows]
-    members = {g: [i for i, n in enumerate(names) if n == g] for g in sorted(set(names))}
+    names = [None if ambiguous(r) else group_of(r) for r in rows]  # an ambiguous form trains neither group
+    members = {g: [i for i, n in enumerate(names) if n == g] for g in sorted({n for n in names if n})}
     kw = {"level": level, "ridge": ridge, "scale_floor": scale_floor, "n_folds": n_folds}
     groups = {g: fit_group(x[idx], yy[idx], [st[i] for i in idx], **kw)  # type: ignore[arg-type]
               for g, idx in members.items() if len(idx) >= min_group}
-    if len(groups) < len(members):
+    if len(groups) < len(members) or not groups:
         groups["all"] = fit_group(x, yy, st, **kw)  # type: ignore[arg-type]
     return RecallModel(list(features), groups, level, scale_floor, ridge)
 
