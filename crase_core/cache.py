@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 #: keys per SQLite query when a batch is read (below SQLite's limit on bound parameters)
 READ_BATCH = 900
+#: the mode of a value JsonDisk keeps inside the database (JSON bytes below diskcache's file size)
+INLINE_JSON = diskcache.core.MODE_BINARY
 
 
 def cache_root() -> Path:
@@ -202,6 +204,9 @@ class ResultCache:
                 (*batch, time.time())).fetchall()
             for key, mode, filename, value in rows:
                 try:
+                    if mode == INLINE_JSON and filename is None and isinstance(value, bytes):
+                        yield key, json.loads(value.decode("utf-8"))  # what JsonDisk.fetch does, without its calls
+                        continue
                     yield key, cache.disk.fetch(mode, filename, value, False)
                 except Exception as e:  # corrupt entry: a miss
                     log.warning("cache entry unreadable, recomputing (%s)", type(e).__name__)
