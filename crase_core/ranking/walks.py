@@ -60,6 +60,11 @@ def load_block_kernel() -> None:
     import scipy.sparse  # noqa: F401
 
 
+def scipy_loaded() -> bool:
+    """Whether ``scipy.sparse`` is imported in this process (then products use its kernel)."""
+    return "scipy.sparse" in sys.modules
+
+
 @dataclass
 class SparseRows:
     """An n × m sparse matrix in CSR form over plain numpy arrays: entries sorted by (row, column), no
@@ -107,7 +112,7 @@ class SparseRows:
         kernel once scipy is loaded, the same bits) or with an n × T block (with scipy's product from
         :data:`SCIPY_BLOCK_NNZ` entries, or once scipy is loaded: :func:`load_block_kernel`)."""
         if x.ndim == 1:
-            if "scipy.sparse" in sys.modules:
+            if scipy_loaded():
                 if self._scipy is None:
                     self._scipy = self.toscipy()
                 return np.asarray(self._scipy @ x, dtype=np.float64)
@@ -115,7 +120,7 @@ class SparseRows:
             products *= self.data
             # float64 even for a matrix without entries (bincount of nothing gives integers)
             return np.bincount(self.rows, weights=products, minlength=self.shape[0]).astype(np.float64, copy=False)
-        if self.nnz >= SCIPY_BLOCK_NNZ or "scipy.sparse" in sys.modules:
+        if self.nnz >= SCIPY_BLOCK_NNZ or scipy_loaded():
             if self._scipy is None:
                 self._scipy = self.toscipy()
             return np.asarray(self._scipy @ x)
