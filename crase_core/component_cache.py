@@ -35,6 +35,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from crase_core.backends import ModelBackend
@@ -173,14 +174,15 @@ def matrix_from_cache(value: object, n_u: int, n_v: int, identity: str) -> EdgeM
         return EdgeMatrix([], identity, error=value["error"], cached=True)
     if not isinstance(value, list) or len(value) != n_u:
         return None
-    # min, max and sum per row run in C (a cached run checks thousands of small matrices; issue 31): a value that
-    # is not a number fails to compare (TypeError), NaN makes the sum NaN, ±inf falls outside [0, 1]
+    # a few calls in C per matrix (a cached run checks thousands of small ones; issue 31): every row a list of
+    # n_v, then over all values min ≥ 0, max ≤ 1 and a finite sum (a value that is not a number fails to
+    # compare: TypeError; NaN makes the sum NaN; ±inf falls outside [0, 1])
     try:
-        for row in value:
-            if type(row) is not list or len(row) != n_v:
-                return None
-            if row and not (min(row) >= 0 and max(row) <= 1 and not math.isnan(sum(row))):
-                return None
+        if n_u and (set(map(type, value)) != {list} or set(map(len, value)) != {n_v}):
+            return None
+        flat = list(chain.from_iterable(value))
+        if flat and not (min(flat) >= 0 and max(flat) <= 1 and not math.isnan(sum(flat))):
+            return None
     except TypeError:
         return None
     return EdgeMatrix(value, identity, cached=True)
