@@ -14,7 +14,7 @@ import streamlit as st
 
 from crase_app.corpora import corpus_picker
 from crase_app.display import md_escape
-from crase_app.shared import gc_deferred
+from crase_core.gc_pause import gc_deferred
 from crase_core.resources import page_icon_file
 
 ROOT = Path(__file__).resolve().parent

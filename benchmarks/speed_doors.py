@@ -136,11 +136,12 @@ def in_process(args: argparse.Namespace) -> None:
     from crase_core.backends import offline_backend
     from crase_core.cache import ResultCache, cache_root
     from crase_core.pipeline import Engine, run_query
-    from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph
+    from crase_core.ranking.walks import PersonalizedPageRank, WeightedGraph, load_block_kernel
     from crase_core.sources.local import LocalSource
     from crase_core.store.termstats import TermStats
 
     queries = [json.loads(line)["query"] for line in args.queries.read_text().splitlines() if line.strip()][: args.n]
+    load_block_kernel()  # as the explorer's server does once (crase_app.shared.get_engine)
     source = LocalSource.open()
     engine = Engine(source, offline_backend(TermStats.from_index(source.text_index)), ResultCache(cache_root() / "results"))
     traces = [run_query(q, engine) for q in queries]  # fills the caches

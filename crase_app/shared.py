@@ -7,13 +7,11 @@ Session state keys: ``trace`` (the open RunTrace), ``run_name``, ``selected``
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -74,43 +72,14 @@ def install_secret_log_filter() -> bool:
 install_secret_log_filter()
 
 
-# --- garbage collection ------------------------------------------------------------------------------------------
-_GC_LOCK = threading.Lock()
-_gc_holds = 0  # page runs now inside gc_deferred()
-_gc_was_enabled = True
-
-
-@contextlib.contextmanager
-def gc_deferred() -> Iterator[None]:
-    """Put off Python's automatic garbage collection while a page runs (then Streamlit collects once, after
-    every script run: its ``runner.postScriptGC`` option, on by default).
-
-    A full collection walks every live object — the open run of every session, the caches — and a query
-    allocates fast enough to start several per run: measured on the embedded corpus, 0.3–1.5 s of a
-    0.8–2.7 s warm query went to the collector once a few runs were held. A run's objects are freed by
-    reference counting, so deferring the collector costs little memory. Process-wide and counted, so
-    concurrent sessions nest: the collector is back on (if it was on) when the last page run ends.
-    """
-    global _gc_holds, _gc_was_enabled
-    with _GC_LOCK:
-        if _gc_holds == 0:
-            _gc_was_enabled = gc.isenabled()
-        _gc_holds += 1
-        gc.disable()
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _gc_holds -= 1
-            if _gc_holds == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 # --- resources (shared across sessions: read-only) -------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the paper source and model backend…")
 def get_engine(choices_json: str) -> Any:
     """One engine per form choice (source, backend, allowed endpoint name, source knobs) over the operator's
     settings; sources and backends are read-only, so sessions share it."""
+    from crase_core.ranking.walks import load_block_kernel
+
+    load_block_kernel()  # a server: its attributions multiply blocks with scipy's kernel (loaded once)
     settings = with_choices(load_settings(), **json.loads(choices_json))
     return build_engine(settings.runtime, build_progress=partial(_record_build_step, choices_json))
 

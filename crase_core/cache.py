@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 #: keys per SQLite query when a batch is read (below SQLite's limit on bound parameters)
 READ_BATCH = 900
+#: the mode of a value JsonDisk keeps inside the database (JSON bytes below diskcache's file size)
+INLINE_JSON = diskcache.core.MODE_RAW
 
 
 def cache_root() -> Path:
@@ -129,6 +131,26 @@ def result_key(kind: str, identity: str, inputs: Any) -> str:
     return f"{kind}|{identity}|{stable_hash(inputs)}"
 
 
+def _decode_inline(entries: list[tuple[str, bytes]]) -> Iterator[tuple[str, Any]]:
+    """(key, value) of the JSON values kept inside the database, decoded in one go (as one JSON array: a cached
+    run reads thousands of small matrices; issue 31); when that fails, one by one, an undecodable entry a miss
+    with a warning. What JsonDisk.fetch does, without its calls per entry."""
+    if not entries:
+        return
+    try:
+        values = json.loads(b"[" + b",".join(v for _, v in entries) + b"]")
+        if len(values) == len(entries):
+            yield from zip((k for k, _ in entries), values, strict=True)
+            return
+    except (ValueError, RecursionError):
+        pass
+    for key, value in entries:
+        try:
+            yield key, json.loads(value.decode("utf-8"))
+        except (ValueError, RecursionError) as e:  # corrupt entry: a miss
+            log.warning("cache entry unreadable, recomputing (%s)", type(e).__name__)
+
+
 class ResultCache:
     """Batch get/set of JSON-able values over :class:`diskcache.Cache`.
 
@@ -200,7 +222,12 @@ class ResultCache:
                 "SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN "
                 f"({','.join('?' * len(batch))}) AND (expire_time IS NULL OR expire_time > ?)",
                 (*batch, time.time())).fetchall()
+            inline = [(key, value) for key, mode, filename, value in rows
+                      if mode == INLINE_JSON and filename is None and isinstance(value, bytes)]
+            yield from _decode_inline(inline)
             for key, mode, filename, value in rows:
+                if mode == INLINE_JSON and filename is None and isinstance(value, bytes):
+                    continue
                 try:
                     yield key, cache.disk.fetch(mode, filename, value, False)
                 except Exception as e:  # corrupt entry: a miss

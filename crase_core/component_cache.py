@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from crase_core.backends import ModelBackend
@@ -166,17 +168,22 @@ def matrix_to_cache(em: EdgeMatrix, now: float | None = None) -> object | None:
     return em.matrix
 
 
-_NUMBER = (float, int, bool)
-
-
 def matrix_from_cache(value: object, n_u: int, n_v: int, identity: str) -> EdgeMatrix | None:
     """A cached n_u × n_v matrix with values in [0, 1] (or a cached output failure); None if corrupt."""
     if isinstance(value, dict) and is_output_failure(value.get("error")):
         return EdgeMatrix([], identity, error=value["error"], cached=True)
-    if not isinstance(value, list) or len(value) != n_u or any(not isinstance(r, list) or len(r) != n_v for r in value):
+    if not isinstance(value, list) or len(value) != n_u:
         return None
-    # plain Python, not numpy: a cached run checks thousands of small matrices (issue 31); NaN fails 0 ≤ x
-    if not all(type(x) in _NUMBER and 0 <= x <= 1 for row in value for x in row):
+    # a few calls in C per matrix (a cached run checks thousands of small ones; issue 31): every row a list of
+    # n_v, then over all values min ≥ 0, max ≤ 1 and a finite sum (a value that is not a number fails to
+    # compare: TypeError; NaN makes the sum NaN; ±inf falls outside [0, 1])
+    try:
+        if n_u and (set(map(type, value)) != {list} or set(map(len, value)) != {n_v}):
+            return None
+        flat = list(chain.from_iterable(value))
+        if flat and not (min(flat) >= 0 and max(flat) <= 1 and not math.isnan(sum(flat))):
+            return None
+    except TypeError:
         return None
     return EdgeMatrix(value, identity, cached=True)
 
@@ -295,7 +302,8 @@ class ComponentCache:
         """The matrices the cache holds for ``edges`` (both ends in ``claims``); corrupt ones and expired
         (or to-be-retried) failures left out."""
         identity = self.scorer_identity
-        keys = {e: self._matrix_key(claims, e) for e in edges}
+        kid, digest = key_identity(self.backend.scorer), self._digest
+        keys = {e: matrix_key(kid, (), (), digests=(digest(claims[e[0]]), digest(claims[e[1]]))) for e in edges}
         raw = self._get(keys.values())
         found: dict[Edge, EdgeMatrix] = {}
         for e, key in keys.items():

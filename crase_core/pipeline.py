@@ -26,6 +26,7 @@ from crase_core.backends import ModelBackend, with_support_scorer
 from crase_core.cache import ResultCache, stable_hash
 from crase_core.component_cache import ComponentCache, Edge
 from crase_core.errors import InputError
+from crase_core.gc_pause import gc_deferred
 from crase_core.llm.spend import SpendMeter
 from crase_core.paper_source import PaperSource
 from crase_core.records import Budget, EdgeMatrix, PlanResult, RecallEstimate
@@ -249,6 +250,7 @@ def score_graph(build: GraphBuild, settings: PipelineSettings, engine: Engine, c
 
 
 @_with_deadline
+@gc_deferred()
 def run_query(
     query: str,
     engine: Engine,

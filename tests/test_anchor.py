@@ -11,17 +11,20 @@ from crase_core.evaluation.benchmark import BenchQuery, query_filter
 from crase_core.retrieval.anchor import anchor_scores
 from crase_core.settings.pipeline import PipelineSettings
 from crase_core.stages.seeding import Seeding, search_full_query
+from crase_core.store.adjacency import Adjacency
 from crase_core.store.termstats import index_idf
 
 # paper 0 is cited by 1 and 2, paper 1 by 2; "quark" is in paper 1, "gluon" in papers 1 and 2
-CITERS = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float))
+_C = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float))
+_R = _C.T.tocsr()
+CITERS, REFS = Adjacency(_C.indptr, _C.indices, 3), Adjacency(_R.indptr, _R.indices, 3)
 POSTINGS = {"quark": np.array([1]), "gluon": np.array([1, 2])}
 IDF = {"quark": 2.0, "gluon": 1.0}
 
 
 def _scores(visible: list[bool]) -> np.ndarray:
     return anchor_scores("quarks and gluons", lambda t: POSTINGS.get(t, np.zeros(0, dtype=int)),
-                         IDF.__getitem__, CITERS, np.array(visible), smoothing=1.0)
+                         IDF.__getitem__, REFS, CITERS, np.array(visible), smoothing=1.0)
 
 
 def test_anchor_scores_by_hand():
@@ -47,9 +50,9 @@ def test_words_only_hidden_papers_hold_score_nothing(tiny_source):
     query = "entanglement corrections derive"
     visible = tiny_source.restricted(query_filter(Q, tiny_source))
     index, corpus = tiny_source.text_index, tiny_source.corpus
-    hidden = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible.visible)
+    hidden = anchor_scores(query, index.postings_of, index_idf(index), corpus.refs, corpus.cites, visible.visible)
     assert not hidden.any()
-    unfiltered = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, tiny_source.visible)
+    unfiltered = anchor_scores(query, index.postings_of, index_idf(index), corpus.refs, corpus.cites, tiny_source.visible)
     assert unfiltered[corpus.index["9802001"]] > 0  # cited by 9901001 and 0001001: the test can fail
 
 
@@ -59,3 +62,14 @@ def test_no_hidden_paper_reaches_the_full_query_search_with_anchor_text(tiny_sou
     seeding = search_full_query(Q.query, Seeding([], []), visible, settings)
     assert seeding.query_hits and not HIDDEN & {h.paper_id for h in seeding.query_hits}
     assert HIDDEN & {h.paper_id for h in search_full_query(Q.query, Seeding([], []), tiny_source, settings).query_hits}
+
+
+def test_columns_of_counts_the_transposes_product():
+    """The citer counts the scores read: the columns of the given rows of refs, once per row; their bincount is
+    the citer matrix times the rows' 0/1 vector."""
+    assert REFS.columns_of(np.array([1, 2])).tolist() == [0, 0, 1]  # paper 1 cites 0; paper 2 cites 0 and 1
+    assert REFS.columns_of(np.array([0])).tolist() == []  # paper 0 cites nobody
+    for rows in ([1], [2], [1, 2], [0, 1, 2]):
+        x = np.zeros(3)
+        x[rows] = 1.0
+        assert np.bincount(REFS.columns_of(np.array(rows)), minlength=3).tolist() == (CITERS @ x).tolist()

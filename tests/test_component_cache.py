@@ -13,6 +13,7 @@ from crase_core.component_cache import (
     claims_digest,
     claims_key,
     is_output_failure,
+    matrix_from_cache,
     matrix_key,
     plan_key,
 )
@@ -236,3 +237,25 @@ def test_a_cached_plan_failure_reads_back_the_same_in_the_same_process(tmp_path)
     assert second.plan.subqueries == ["black holes"]
     assert first.warnings == ["planner failed: model output: not JSON"]
     assert second.warnings == ["planner failed (cached answer): model output: not JSON"]
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(("value", "n_u", "n_v"), [
+    ([[0.5, NAN]], 1, 2), ([[NAN, 0.5]], 1, 2), ([[INF, 0.0]], 1, 2), ([[1.5, 0.0]], 1, 2), ([[-0.1, 0.0]], 1, 2),
+    ([["a", "b"]], 1, 2), ([[0.5, "x"]], 1, 2), ([[None]], 1, 1), ([[[1]]], 1, 1), ([[{}]], 1, 1),
+    ([[{"1": 0.5}]], 1, 1), (["ab", "cd"], 2, 2), ([(0.5,)], 1, 1), ([{"a": 1}], 1, 1),
+    ([[0.5], [0.2, 0.3]], 2, 1), ([[0.5, 0.1], [0.2]], 2, 2), ([[0.5]], 2, 1), ("ab", 2, 1), (7, 1, 1),
+])
+def test_a_corrupt_cached_matrix_is_refused(value, n_u, n_v):
+    """A cached matrix is used only when it is n_u lists of n_v numbers in [0, 1]: anything else is a miss."""
+    assert matrix_from_cache(value, n_u, n_v, "scorer") is None
+
+
+@pytest.mark.parametrize(("value", "n_u", "n_v"), [
+    ([[0.5, 1.0], [0, True]], 2, 2), ([[0.2, 0.3]], 1, 2), ([[]], 1, 0), ([], 0, 3), ([[0.0]], 1, 1),
+])
+def test_a_sound_cached_matrix_is_used(value, n_u, n_v):
+    em = matrix_from_cache(value, n_u, n_v, "scorer")
+    assert em is not None and em.matrix == value and em.cached and not em.error

@@ -126,8 +126,8 @@ def test_segments_read_as_a_full_build(tmp_path, monkeypatch, seed, batches):
         assert np.array_equal(ai.scores(q), fi.scores(q)), q
         assert _search(grown, q) == _search(full, q), q
         assert coverage_for_source(q, grown) == coverage_for_source(q, full)
-        assert np.array_equal(anchor_scores(q, ai.postings_of, index_idf(ai), a.cites, vis),
-                              anchor_scores(q, fi.postings_of, index_idf(fi), f.cites, vis)), q
+        assert np.array_equal(anchor_scores(q, ai.postings_of, index_idf(ai), a.refs, a.cites, vis),
+                              anchor_scores(q, fi.postings_of, index_idf(fi), f.refs, f.cites, vis)), q
     # the leakage filter: by month and by excluded ids, whatever part a paper is in
     hidden = [f.papers[i].id for i in (0, n // 2, n - 1)]
     flt = SourceFilter(max_month=int(np.median(f.months)), exclude=frozenset(hidden))

@@ -106,8 +106,8 @@ def test_opening_a_source_reads_no_embeddings_until_a_query_needs_them(monkeypat
     from crase_core.sources import local
 
     calls = []
-    real = semantic.read_embeddings
-    monkeypatch.setattr(semantic, "read_embeddings", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = semantic.read_embeddings_mapped
+    monkeypatch.setattr(semantic, "read_embeddings_mapped", lambda *a, **k: calls.append(a) or real(*a, **k))
     semantic.find_file.cache_clear()
     source = local.LocalSource(hepth_source.corpus, hepth_source.text_index, shipped_embeddings=True)
     restricted = source.restricted(hepth_source.filter)

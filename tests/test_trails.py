@@ -69,3 +69,11 @@ def test_no_seed_means_no_trail_and_pruned_seeds_are_skipped():
     assert best_trails([], GRAPH) == {}
     # a seed with no kept edge still has its own (empty) trail, and reaches nothing
     assert best_trails(["S2"], GRAPH) == {"S2": []}
+
+
+def test_targets_get_the_same_trails_as_a_full_search():
+    """The ranking asks only for its top k's trails: the search stops early, the trails are the full search's."""
+    full = best_trails(["S1", "S2"], GRAPH)
+    assert best_trails(["S1", "S2"], GRAPH, ["C", "A", "E"]) == {"C": full["C"], "A": full["A"]}  # E unreachable
+    assert best_trails(["S1", "S2"], GRAPH, ["D"]) == {"D": full["D"]}
+    assert best_trails(["S1", "S2"], GRAPH, []) == {}

@@ -27,6 +27,8 @@ def _random_graph(seed: int, n: int = 60, density: float = 0.08) -> tuple[list[s
 
 
 def test_sparse_rows_product_is_scipys_to_the_last_bit(monkeypatch):
+    """numpy's products (a one-shot run, scipy not loaded) against scipy's."""
+    monkeypatch.setattr(walks, "scipy_loaded", lambda: False)
     rng = np.random.default_rng(3)
     rows, cols = rng.integers(0, 200, 3000), rng.integers(0, 150, 3000)
     data = rng.uniform(0.0, 1.0, 3000)
@@ -48,6 +50,27 @@ def test_sparse_rows_product_is_scipys_to_the_last_bit(monkeypatch):
     assert np.allclose(ours.transpose().toscipy().toarray(), theirs.T.toarray(), rtol=1e-15, atol=0)
     assert ours.get(int(rows[0]), int(cols[0])) == pytest.approx(theirs[int(rows[0]), int(cols[0])], rel=1e-15)
     assert np.allclose(ours.columns([3, 7]), theirs[:, [3, 7]].toarray(), rtol=1e-15, atol=0)
+
+
+def test_products_with_scipy_loaded_are_numpys(monkeypatch):
+    """Once scipy is loaded (the explorer: load_block_kernel) vectors and blocks go to its kernel: a vector's
+    product has the same bits as numpy's, so a walk ranks alike in every process; a block's agrees to 1e-13."""
+    rng = np.random.default_rng(5)
+    cells = np.unique(rng.integers(0, 300 * 300, 4000))
+    m = SparseRows.from_entries((300, 300), cells // 300, cells % 300, rng.uniform(0.0, 1.0, cells.size))
+    x, block = rng.uniform(size=300), rng.uniform(size=(300, 50))
+    monkeypatch.setattr(walks, "scipy_loaded", lambda: False)
+    plain, plain_block = m.dot(x), m.dot(block)
+    monkeypatch.setattr(walks, "scipy_loaded", lambda: True)
+    fresh = SparseRows.from_entries((300, 300), cells // 300, cells % 300, m.data)
+    assert np.array_equal(fresh.dot(x), plain)
+    assert np.allclose(fresh.dot(block), plain_block, rtol=1e-13, atol=0)
+    names, edges = _random_graph(4, n=80)
+    p = {names[0]: 0.5, names[7]: 0.5}
+    monkeypatch.setattr(walks, "scipy_loaded", lambda: False)
+    a = PersonalizedPageRank().rank(WeightedGraph(names, edges), p).scores
+    monkeypatch.setattr(walks, "scipy_loaded", lambda: True)
+    assert PersonalizedPageRank().rank(WeightedGraph(names, edges), p).scores == a
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

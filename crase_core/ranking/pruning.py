@@ -85,10 +85,12 @@ def supported_claims(matrix: Sequence[Sequence[float]], theta: float) -> list[bo
 
 def coverage_affinity(matrix: Sequence[Sequence[float]], theta: float) -> float:
     """Δ(u,v) = (1/n_u) Σ_i s_i(u,v) ∈ [0, 1] (Eq. 4); 0 for an empty matrix."""
-    if not matrix:
-        return 0.0
-    s = supported_claims(matrix, theta)
-    return sum(s) / len(s)
+    return share_supported(supported_claims(matrix, theta))
+
+
+def share_supported(supported: Sequence[bool]) -> float:
+    """Δ from the s_i already computed (Eq. 4): their share, 0 when there are none."""
+    return sum(supported) / len(supported) if supported else 0.0
 
 
 def age_years(year: int | None, reference_year: int) -> float:

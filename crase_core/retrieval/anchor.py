@@ -14,8 +14,8 @@ scores high even when its own abstract uses other words.
 query the query paper and every later paper are hidden, so their text never reaches a(v)), and only
 visible papers are returned. idf is the index's aggregate statistic (as for BM25).
 
-Pure numpy/scipy over the corpus's citer matrix (row v = the papers citing v) and the index's postings:
-one sparse product per query term.
+Pure numpy over the corpus's citation rows and the index's postings: per query term, the rows of the
+papers holding it.
 """
 
 from __future__ import annotations
@@ -32,21 +32,23 @@ SMOOTHING = 5.0
 
 
 def anchor_scores(query: str, postings_of: Callable[[str], np.ndarray], idf: Callable[[str], float],
-                  citers: CitationGraph, visible: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
-    """a(v) for every paper (0 for a hidden one); ``postings_of(stem)`` gives the ids of the papers
-    holding the stem, ``citers`` row v the papers that cite v."""
+                  refs: CitationGraph, citers: CitationGraph, visible: np.ndarray,
+                  smoothing: float = SMOOTHING) -> np.ndarray:
+    """a(v) for every paper (0 for a hidden one); ``postings_of(stem)`` gives the ascending ids of the papers
+    holding the stem, ``refs`` row u the papers u cites and ``citers`` (its transpose) row v the papers that
+    cite v. A term's citer counts are read from the rows of its own papers alone (issue 31: no product over the
+    whole graph per term)."""
     n = visible.size
     out = np.zeros(n)
     stems: Sequence[str] = list(dict.fromkeys(content_terms(query)))  # each term once
     if not stems or n == 0:
         return out
-    vis = visible.astype(float)
-    denom = citers @ vis + smoothing
+    denom = (citers.row_lengths() if visible.all() else citers @ visible.astype(float)) + smoothing
     for t in stems:
-        holds = np.zeros(n)
         docs = postings_of(t)
         if docs.size == 0:
             continue
-        holds[docs] = 1.0
-        out += idf(t) * (citers @ (holds * vis)) / denom
+        docs = np.asarray(docs, dtype=np.int64)
+        counts = np.bincount(refs.columns_of(docs[visible[docs]]), minlength=n)  # visible citers holding t
+        out += idf(t) * counts / denom
     return np.where(visible, out, 0.0)

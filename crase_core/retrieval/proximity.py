@@ -22,6 +22,7 @@ Ties keep the search's order. Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from crase_core.paper_source import ScoredPaper
 from crase_core.records import Paper
@@ -43,12 +44,18 @@ def word_pairs(text: str) -> frozenset[Pair]:
     return _adjacent(content_terms(text))
 
 
-Segments = tuple[list[str], list[str]]
+Segments = tuple[Sequence[str], Sequence[str]]
 
 
 def paper_segments(paper: Paper) -> Segments:
     """The content-word stems of a paper's title and of its abstract (no pair or window spans the two)."""
-    return content_terms(paper.title), content_terms(paper.abstract or "")
+    return _segments(paper.title, paper.abstract or "")
+
+
+@lru_cache(maxsize=8192)
+def _segments(title: str, abstract: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Stemmed once per text in a process: the searches of one run and of the next re-score the same top papers."""
+    return tuple(content_terms(title)), tuple(content_terms(abstract))
 
 
 def paper_pairs(paper: Paper, segments: Segments | None = None) -> frozenset[Pair]:

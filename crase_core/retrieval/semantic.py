@@ -48,6 +48,7 @@ from crase_core.store.embedding_files import (
     Manifest,
     manifest_path,
     read_embeddings,
+    read_embeddings_mapped,
     read_header,
     read_manifest,
 )
@@ -107,6 +108,11 @@ def cache_embeddings_file(folder: Path) -> Path:
     return cache_root() / "embeddings" / f"{folder.name}-{key}" / "embeddings.f16.npy"
 
 
+def verified_copies() -> Path:
+    """Where float32 copies of verified embeddings are kept for the next process to map (the cache)."""
+    return cache_root() / "embeddings" / "verified"
+
+
 def candidate_files(folder: Path | None, name: str, fingerprint: str) -> list[Path]:
     """The embeddings files a corpus may have, in the order they are looked for: written by ``crase corpus
     embed`` beside the corpus files or in the cache (when the folder is read-only), then shipped."""
@@ -152,7 +158,8 @@ def find_file(folder_name: str | None, name: str, fingerprint: str, rows: int, _
         if not (path.exists() or manifest_path(path).exists()):
             continue
         try:
-            matrix, manifest = read_embeddings(path, rows=rows, fingerprint=fingerprint)
+            matrix, manifest = read_embeddings_mapped(path, rows=rows, fingerprint=fingerprint,
+                                                      copies=verified_copies())
         except EmbeddingsProblem as e:
             problem = f"semantic feedback off: the embeddings {path} cannot be used: {e}; {rewrite_hint(folder, path)}"
             log.info("%s", problem)

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from crase_core.component_cache import Edge
 from crase_core.ranking.pruning import (
     age_years,
-    coverage_affinity,
     decide_edge,
     decide_seed_fates,
     edge_tallies,
     edge_tau,
     edge_theta,
     node_prune_reason,
+    share_supported,
     supported_claims,
     surviving_nodes,
     text_match_ids,
@@ -50,11 +50,10 @@ def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansi
     0 when scoring failed), age factor, weight, rule and decision (Δ ≤ the scorer's τ → pruned)."""
     age = age_years(cited.year, reference_year)
     theta = edge_theta(scorer[0], settings)
-    ok = not em.error
+    supported = supported_claims(em.matrix, theta) if not em.error else []
     rec = EdgeRecord(
         citing=u, cited=v, matrix=em.matrix, error=em.error, cached=em.cached,
-        supported=supported_claims(em.matrix, theta) if ok else [],
-        delta=coverage_affinity(em.matrix, theta) if ok else 0.0,
+        supported=supported, delta=share_supported(supported),
         age_years=age, age_factor=age ** (-settings.beta),
         contexts=expansion.graph.contexts.get((u, v), []), intents=expansion.graph.intents.get((u, v), []),
         scorer=scorer[0], scorer_reason=scorer[1], theta=theta,

@@ -235,7 +235,7 @@ def ranked_results(ranked: Sequence[tuple[str, float]], k: int, seeds: Sequence[
                    parts: Mapping[str, list[ScorePart]] | None = None) -> list[RankedPaper]:
     """The top ``k`` of ``ranked`` as answer rows, each with its trail from a kept seed, its reason (a paper of
     ``text_ids`` without a kept edge: its text match) and its score parts (``parts``, :func:`score_parts`)."""
-    trails = best_trails([s.paper_id for s in seeds if s.paper_id in alive], edges)
+    trails = best_trails([s.paper_id for s in seeds if s.paper_id in alive], edges, [n for n, _ in ranked[:k]])
     seed_by_id = {s.paper_id: s for s in seeds}
     text_rank = {h.paper_id: h.relevance_rank for h in query_hits}
     text_set = set(text_ids)

@@ -267,7 +267,7 @@ def with_anchor_text(query: str, results: list[ScoredPaper], source: PaperSource
     visible = getattr(source, "visible", None)
     if corpus is None or index is None or visible is None:
         return results
-    a = anchor_scores(query, index.postings_of, index_idf(index), corpus.cites, visible)
+    a = anchor_scores(query, index.postings_of, index_idf(index), corpus.refs, corpus.cites, visible)
     hits = np.flatnonzero(a > 0)
     if hits.size > limit:
         hits = hits[np.argpartition(-a[hits], limit - 1)[:limit]]

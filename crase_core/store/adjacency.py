@@ -45,6 +45,19 @@ class Adjacency:
             out[starts] = np.add.reduceat(x[self.indices], self.indptr[starts])
         return out
 
+    def columns_of(self, rows: np.ndarray) -> np.ndarray:
+        """The columns of the distinct ``rows``, concatenated: a column appears once per row that holds it, so
+        ``np.bincount(m.columns_of(r), minlength=n)`` is the transpose's product with r's 0/1 vector, in time
+        proportional to r's entries rather than the whole matrix's."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lo = np.asarray(self.indptr[rows], dtype=np.int64)
+        lengths = np.asarray(self.indptr[rows + 1], dtype=np.int64) - lo
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+        return np.asarray(self.indices[offsets], dtype=np.int64)
+
     def edges_within(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The entries (u, v) with both ends in the ascending ``positions``, as (row, col) indexes into it, in
         row order and ascending columns within a row."""
@@ -88,6 +101,8 @@ class CitationGraph(Protocol):
     def row_lengths(self) -> np.ndarray: ...
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray: ...
+
+    def columns_of(self, rows: np.ndarray) -> np.ndarray: ...
 
     def edges_within(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 

@@ -18,7 +18,8 @@ not describe exactly the rows the file holds (an empty file; a header claiming 2
 not hash to the recorded SHA-256 (rows shuffled, edited or truncated), or whose rows are not finite unit
 vectors. The checks before the hash read only the manifest, the file's size and its header, so a lying
 header never allocates; the hash is computed over the bytes that are read anyway (one pass; ≈ 35 ms for
-the embedded corpus's 22.7 MB here).
+the embedded corpus's 22.7 MB here). A query's lookup (:func:`read_embeddings_mapped`) then keeps a float32
+copy of the verified rows in the cache, which the next process maps while the file is unchanged.
 """
 
 from __future__ import annotations
@@ -238,6 +239,80 @@ def read_embeddings(path: Path, *, rows: int, fingerprint: str) -> tuple[np.ndar
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     check_rows(matrix)
     return matrix, manifest
+
+
+#: the float32 copies of verified embeddings under a copies folder (:func:`read_embeddings_mapped`)
+COPY_FORMAT = 1
+
+
+def read_embeddings_mapped(path: Path, *, rows: int, fingerprint: str,
+                           copies: Path | None) -> tuple[np.ndarray, Manifest]:
+    """:func:`read_embeddings`, and then a float32 copy of the verified rows kept in ``copies`` (a cache folder)
+    that a later process maps instead of reading, hashing and converting the float16 file again (issue 31).
+
+    The copy is used only while the file is the one verified: the same manifest checksum, and the same size,
+    modification and change times, inode and device as recorded when it was verified (any write changes the
+    change time, which no one can set back; the file is then read and verified again). A copy that is missing, damaged or of another shape is rebuilt from a fresh
+    verification; a copies folder that cannot be written only means no copy. ``copies`` None: no copy."""
+    if copies is not None:
+        try:
+            manifest = read_manifest(path)
+            if manifest.corpus_fingerprint == fingerprint and manifest.count == rows:
+                mapped = _mapped_copy(path, manifest, copies)
+                if mapped is not None:
+                    return mapped, manifest
+        except (EmbeddingsProblem, OSError, ValueError):
+            pass  # read_embeddings below says what is wrong with the file itself
+    matrix, manifest = read_embeddings(path, rows=rows, fingerprint=fingerprint)
+    if copies is not None:
+        _write_copy(path, manifest, matrix, copies)
+    return matrix, manifest
+
+
+def _copy_paths(manifest: Manifest, copies: Path) -> tuple[Path, Path]:
+    stem = f"{manifest.sha256[:32]}-{manifest.count}x{manifest.dimension}"
+    return copies / f"{stem}.f32.npy", copies / f"{stem}.json"
+
+
+def _source_stamp(path: Path, manifest: Manifest) -> dict[str, Any]:
+    st = os.stat(path)
+    return {"format": COPY_FORMAT, "sha256": manifest.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}
+
+
+def _mapped_copy(path: Path, manifest: Manifest, copies: Path) -> np.ndarray | None:
+    """The mapped float32 copy of ``path``'s rows when its stamp says it was made from this very file."""
+    copy, stamp_file = _copy_paths(manifest, copies)
+    try:
+        stamp = json.loads(_read_bounded(stamp_file, MAX_MANIFEST_BYTES, "the copy's stamp").decode("utf-8"))
+    except (EmbeddingsProblem, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if stamp != _source_stamp(path, manifest):
+        return None
+    try:
+        matrix = np.load(copy, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if matrix.dtype != np.float32 or matrix.shape != (manifest.count, manifest.dimension):
+        return None
+    return np.asarray(matrix)
+
+
+def _write_copy(path: Path, manifest: Manifest, matrix: np.ndarray, copies: Path) -> None:
+    """Keep ``matrix`` (just verified) as the float32 copy of ``path``, stamp last (best effort)."""
+    copy, stamp_file = _copy_paths(manifest, copies)
+    try:
+        copies.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{copy.name}.", suffix=".tmp", dir=copies)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
+            os.replace(tmp_name, copy)
+        finally:
+            Path(tmp_name).unlink(missing_ok=True)
+        atomic.write_text(stamp_file, json.dumps(_source_stamp(path, manifest)))
+    except (OSError, InputError):
+        pass  # no copy: the next process reads and verifies the file again
 
 
 def check_rows(matrix: np.ndarray) -> None:

@@ -131,6 +131,15 @@ class GraphUnion:
             out += np.bincount(rows, weights=x[cols], minlength=self.shape[0]).astype(head.dtype)
         return out
 
+    def columns_of(self, rows: np.ndarray) -> np.ndarray:
+        """The columns of the distinct ``rows``, concatenated, once per given row that holds them (see
+        :meth:`~crase_core.store.adjacency.Adjacency.columns_of`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pieces = [self.base.columns_of(rows[rows < self.n_base])]
+        for r, c in self.parts:
+            pieces.append(c[np.isin(r, rows)])
+        return np.concatenate(pieces).astype(np.int64, copy=False)
+
     def edges_within(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The edges with both ends in the ascending ``positions``, as (row, col) indexes into it."""
         positions = np.asarray(positions, dtype=np.int64)

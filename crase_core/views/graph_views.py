@@ -228,20 +228,43 @@ def trail_nodes(trace: RunTrace, pid: str) -> list[str]:
     return path
 
 
-def focus_view(trace: RunTrace, pid: str, *, show_pruned: bool = False, max_neighbours: int = 40) -> GraphView:
+@dataclass
+class ViewIndex:
+    """What the views of one run share, built once by :func:`view_index` (an export draws 64 views of a run):
+    each paper's citation edges with their place in ``trace.edges``, and the edge tooltips drawn so far (for
+    one set of labels)."""
+
+    edges_of: dict[str, list[tuple[int, EdgeRecord]]]
+    tips: dict[str, str] = field(default_factory=dict)
+
+
+def view_index(trace: RunTrace) -> ViewIndex:
+    """:class:`ViewIndex` of ``trace`` (one pass over its edges)."""
+    edges_of: dict[str, list[tuple[int, EdgeRecord]]] = {}
+    for i, e in enumerate(trace.edges):
+        edges_of.setdefault(e.citing, []).append((i, e))
+        if e.cited != e.citing:
+            edges_of.setdefault(e.cited, []).append((i, e))
+    return ViewIndex(edges_of)
+
+
+def focus_view(trace: RunTrace, pid: str, *, show_pruned: bool = False, max_neighbours: int = 40,
+               index: ViewIndex | None = None) -> GraphView:
     """One paper, the papers on its evidence trail to the seed, and its direct citation edges.
 
     Edges: the trail steps and every edge touching ``pid`` (kept ones; pruned ones too with
-    ``show_pruned``), at most ``max_neighbours`` neighbours (kept edges first, then by Δ).
+    ``show_pruned``), at most ``max_neighbours`` neighbours (kept edges first, then by Δ). ``index``: the
+    run's :func:`view_index`, when the caller draws many views.
     """
     try:
         trace.node(pid)
     except KeyError as exc:
         raise InputError(f"paper {pid!r} is not part of this run") from exc
+    index = index or view_index(trace)
     trail = trail_nodes(trace, pid)
     trail_pairs = set(zip(trail, trail[1:], strict=False))
     on_trail = set(trail)
-    touching = [e for e in trace.edges if pid in (e.citing, e.cited)]
+    touching = [e for _, e in index.edges_of.get(pid, [])]
     hidden = sum(1 for e in touching if not e.kept) if not show_pruned else 0
     touching = [e for e in touching if e.kept or show_pruned]
     touching.sort(key=lambda e: (not e.kept, -e.delta, e.citing, e.cited))
@@ -257,8 +280,11 @@ def focus_view(trace: RunTrace, pid: str, *, show_pruned: bool = False, max_neig
             neighbours.append(other)
         edges.append(e)
     seen = {edge_id(e) for e in edges}
-    for e in trace.edges:
-        if ((e.citing, e.cited) in trail_pairs or (e.cited, e.citing) in trail_pairs) and edge_id(e) not in seen:
+    steps = sorted({(i, id(e)): (i, e) for t in on_trail for i, e in index.edges_of.get(t, [])
+                    if (e.citing, e.cited) in trail_pairs or (e.cited, e.citing) in trail_pairs}.values(),
+                   key=lambda ie: ie[0])  # the trail's edges, in the trace's order
+    for _, e in steps:
+        if edge_id(e) not in seen:
             edges.append(e)
     shown = on_trail | set(neighbours)
     nodes = [n.paper.id for n in trace.nodes if n.paper.id in shown]
@@ -498,9 +524,13 @@ def communities(trace: RunTrace, *, min_size: int = 3, resolution: float = 1.0) 
             w = max(e.delta, 0.05) + (g[e.citing][e.cited]["weight"] if g.has_edge(e.citing, e.cited) else 0.0)
             g.add_edge(e.citing, e.cited, weight=w)
     connected = [p for p in kept if g.degree(p) > 0]
-    parts = nx.community.louvain_communities(g.subgraph(connected), weight="weight", resolution=resolution, seed=7)
     order = {p: i for i, p in enumerate(kept)}
-    parts = sorted((sorted(c, key=order.__getitem__) for c in parts), key=lambda c: (-len(c), order[c[0]]))
+    # in a fixed order and on integer labels: Louvain walks the graph's nodes and sets of them, whose order for
+    # text ids changes with Python's hash seed (the same export drew other clusters); integers hash alike
+    numbered = nx.relabel_nodes(ordered_subgraph(g, connected), order)
+    found = nx.community.louvain_communities(numbered, weight="weight", resolution=resolution, seed=7)
+    parts = sorted((sorted((kept[i] for i in c), key=order.__getitem__) for c in found),
+                   key=lambda c: (-len(c), order[c[0]]))
     big = [c for c in parts if len(c) >= min_size] or parts[:1]
     of = {p: i for i, c in enumerate(big) for p in c}
     for c in parts[len(big):]:
@@ -626,6 +656,20 @@ def _keeps_case(word: str) -> bool:
     return any(any(ch.isupper() for ch in part[1:]) for part in word.split("-"))
 
 
+def ordered_subgraph(g: Any, nodes: Sequence[str]) -> Any:
+    """The subgraph of ``g`` on ``nodes`` as a new graph whose nodes and edges come in ``nodes``' order (with their
+    data). networkx's ``g.subgraph`` iterates a small node set in the set's order, which changes with Python's
+    hash seed: layouts and communities read from it would change from one process to the next."""
+    import networkx as nx
+
+    place = {p: i for i, p in enumerate(nodes)}
+    out = nx.Graph()
+    out.add_nodes_from((p, g.nodes[p]) for p in nodes)
+    out.add_edges_from((u, v, g[u][v]) for u in nodes
+                       for v in sorted((v for v in g[u] if v in place), key=place.__getitem__) if place[u] <= place[v])
+    return out
+
+
 def _local_positions(sub: Any, radius: float) -> dict[str, tuple[float, float]]:
     """Positions of one community's papers inside a disc of ``radius``: Kamada–Kawai (up to 40 papers, else a
     spring layout; networkx, fixed seed) over its shown edges, with the pieces those leave unconnected tied
@@ -638,7 +682,9 @@ def _local_positions(sub: Any, radius: float) -> dict[str, tuple[float, float]]:
     g = nx.Graph(sub)
     if not nx.is_connected(g):
         hub = ("hub",)
-        for piece in nx.connected_components(sub):
+        place = {p: i for i, p in enumerate(nodes)}
+        for piece in sorted((sorted(c, key=place.__getitem__) for c in nx.connected_components(sub)),
+                            key=lambda c: place[c[0]]):  # in the view's order, not a set's (hash seed)
             for p in piece:
                 g.add_edge(hub, p, weight=0.3)
     if len(nodes) <= 40:
@@ -703,7 +749,7 @@ def cluster_layout(trace: RunTrace, view: GraphView, groups: Communities | None 
     for c in order:
         pids = [p for p in view.nodes if of[p] == c]
         r = CLUSTER_SPACING * math.sqrt(len(pids)) * (0.55 if len(pids) == 1 else 1.0)
-        local = separate(_local_positions(g.subgraph(pids), r), sizes, gap=12.0)
+        local = separate(_local_positions(ordered_subgraph(g, pids), r), sizes, gap=12.0)
         r = max([r] + [math.hypot(x, y) + sizes[p] for p, (x, y) in local.items()])
         discs.append((c, pids, r, local))
     def caption(c: int, n: int) -> str:
@@ -821,6 +867,21 @@ def curve_points(p: tuple[float, float], q: tuple[float, float], bend: float, n:
     return out
 
 
+def bend_curves(p: tuple[float, float], q: tuple[float, float], bends: Sequence[float],
+                n: int = BEND_SAMPLES) -> Any:
+    """:func:`curve_points` of p → q for each of ``bends`` as one (bends × n × 2) array, computed with the same
+    operations in the same order (the same floats)."""
+    import numpy as np
+
+    (x0, y0), (x2, y2) = p, q
+    dx, dy = x2 - x0, y2 - y0
+    b = np.asarray(bends, dtype=float)[:, None]
+    cx, cy = (x0 + x2) / 2 + b * dy, (y0 + y2) / 2 - b * dx
+    t = np.arange(n) / (n - 1)
+    a, m, c = (1 - t) ** 2, 2 * (1 - t) * t, t * t
+    return np.stack((a * x0 + m * cx + c * x2, a * y0 + m * cy + c * y2), axis=2)
+
+
 def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float],
                edges: Sequence[EdgeRecord]) -> dict[str, float]:
     """edge id → bend (see :func:`curve_points`), chosen edge by edge in ``edges`` order: the first of
@@ -859,7 +920,7 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
         xy_o, rad_o = xy[others], rad[others]
         a, b, m = seg_a[:done * step], seg_b[:done * step], mids[:done]
         bends = REVERSE_BENDS if (e.cited, e.citing) in present else BENDS
-        curves = np.array([curve_points(p, q, bend) for bend in bends])  # (bends, samples, 2), all at once
+        curves = bend_curves(p, q, bends)  # (bends, samples, 2), all at once
         lo, hi = curves.min(axis=(0, 1)), curves.max(axis=(0, 1))
         centre = curves[:, len(curves[0]) // 2]
         near = _within(xy_o, lo - reach, hi + reach)
@@ -960,14 +1021,23 @@ def draw_nodes(trace: RunTrace, view: GraphView, positions: dict[str, tuple[floa
 
 
 def draw_edges(trace: RunTrace, view: GraphView, bends: dict[str, float],
-               labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+               labels: dict[str, str] | None = None, tips: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The script's edge records: ``id`` (``citing->cited``), ``from``, ``to``, ``kept``, ``scorer``,
-    ``delta``, ``tip`` and the style of :func:`edge_style` (``width, colour, opacity, dash, context``), ``bend``."""
+    ``delta``, ``tip`` and the style of :func:`edge_style` (``width, colour, opacity, dash, context``), ``bend``.
+    ``tips``: the tooltips drawn so far with these ``labels`` (:class:`ViewIndex`), filled as edges are drawn."""
     labels = labels or node_labels(trace, [n.paper.id for n in trace.nodes])
     by_id = {n.paper.id: n for n in trace.nodes}
-    return [{"id": edge_id(e), "from": e.citing, "to": e.cited, "kept": e.kept, "scorer": edge_scorer(e) or "",
-             "delta": round(e.delta, 4), "tip": edge_tooltip(trace, e, labels, by_id), "bend": bends.get(edge_id(e), 0.0),
-             **edge_style(e, is_context(view, e))} for e in view.edges]
+    tips = {} if tips is None else tips
+    out = []
+    for e in view.edges:
+        eid = edge_id(e)
+        tip = tips.get(eid)
+        if tip is None:
+            tip = tips[eid] = edge_tooltip(trace, e, labels, by_id)
+        out.append({"id": eid, "from": e.citing, "to": e.cited, "kept": e.kept, "scorer": edge_scorer(e) or "",
+                    "delta": round(e.delta, 4), "tip": tip, "bend": bends.get(eid, 0.0),
+                    **edge_style(e, is_context(view, e))})
+    return out
 
 
 DENSE_VIEW_EDGES = 300  # a view with more edges (and no trails) draws them all pale: an overview to hover and zoom
@@ -1048,17 +1118,19 @@ def run_view(
     max_nodes: int | None = None,
     max_edges: int = 4000,
     layouts: dict[tuple[Any, ...], Layout] | None = None,
+    index: ViewIndex | None = None,
 ) -> RunView:
     """Select (:func:`graph_view`, or :func:`focus_view` for the ``focus`` layout: ``focus`` or the top
     result), lay out (:func:`view_layout`), bend (:func:`edge_bends`) and style one view of ``trace``.
     ``groups`` / ``labels``: the run's :func:`communities` / :func:`node_labels`, when the caller has them;
     ``layouts``: a dict that keeps layouts between calls (a view with the same papers — and, for focus, the
-    same edges — is laid out once)."""
+    same edges — is laid out once); ``index``: the run's :func:`view_index` shared by many views (with ``labels``
+    fixed: it keeps their edge tooltips)."""
     if layout not in LAYOUTS:
         raise InputError(f"unknown graph layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     if layout == "focus":
         pid = focus or (trace.results[0].paper_id if trace.results else trace.nodes[0].paper.id if trace.nodes else "")
-        view = focus_view(trace, pid, show_pruned=show_pruned)
+        view = focus_view(trace, pid, show_pruned=show_pruned, index=index)
     else:
         view = graph_view(trace, mode, show_pruned=show_pruned, top_k=top_k, years=years, min_score=min_score,
                           subqueries=subqueries, max_nodes=max_nodes, max_edges=max_edges)
@@ -1071,10 +1143,12 @@ def run_view(
     by_id = {n.paper.id: n for n in trace.nodes}
     max_score = max((by_id[p].score for p in view.nodes), default=0.0)
     sizes = {p: node_size(by_id[p].score, max_score) for p in view.nodes}
+    labels_given = labels is not None
     labels = labels or node_labels(trace, [n.paper.id for n in trace.nodes])
     bends = edge_bends(lay.positions, sizes, view.edges)
     return RunView(layout, view, draw_nodes(trace, view, lay.positions, lay.groups, labels),
-                   draw_edges(trace, view, bends, labels), lay.axis, lay.captions, legend_items(trace, view))
+                   draw_edges(trace, view, bends, labels, index.tips if index is not None and labels_given else None),
+                   lay.axis, lay.captions, legend_items(trace, view))
 
 
 # --- pointing: the hit test's contract, in Python (the browser tests and benchmarks/graph_pointing.py hold

@@ -46,6 +46,7 @@ from crase_core.views.graph_views import (
     edge_id,
     node_labels,
     run_view,
+    view_index,
 )
 from crase_core.views.score_words import why_line
 from crase_core.views.tex import to_html as tex_html
@@ -102,6 +103,7 @@ def _views(trace: RunTrace) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
     view to view (label, tooltip, colour, width …) is stored once."""
     groups = communities(trace)
     labels = node_labels(trace, [n.paper.id for n in trace.nodes])
+    index = view_index(trace)  # every view's edges and tooltips from one pass over the run
     views: dict[str, Any] = {}
     layouts: dict[tuple[Any, ...], Any] = {}  # a view with and without its pruned edges: laid out once
     node_style: dict[str, Any] = {}
@@ -121,14 +123,14 @@ def _views(trace: RunTrace) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
         tail = "|pruned" if pruned else ""
         for layout in ("timeline", "clusters"):
             keep(f"{layout}|top{tail}", run_view(trace, layout, show_pruned=pruned, groups=groups, labels=labels,
-                                                 layouts=layouts))
+                                                 layouts=layouts, index=index))
             keep(f"{layout}|wide{tail}", run_view(trace, layout, "kept graph", show_pruned=pruned, groups=groups,
                                                   labels=labels, max_nodes=MAX_WIDE_VIEW_NODES,
-                                                  max_edges=MAX_WIDE_VIEW_EDGES, layouts=layouts))
+                                                  max_edges=MAX_WIDE_VIEW_EDGES, layouts=layouts, index=index))
     for pid in [p for p, *_ in views["timeline|top"]["nodes"]]:
         for pruned in (False, True):
             keep(f"focus|{pid}" + ("|pruned" if pruned else ""),
-                 run_view(trace, "focus", focus=pid, show_pruned=pruned, labels=labels, layouts=layouts))
+                 run_view(trace, "focus", focus=pid, show_pruned=pruned, labels=labels, layouts=layouts, index=index))
     return views, node_style, edge_style
 
 

@@ -155,6 +155,70 @@ def test_the_intact_copy_is_used_and_check_says_it_is_sound(capsys, shipped, hep
                              "papers; size, header, SHA-256 and unit rows checked)" in r.out
 
 
+@pytest.mark.fault_support
+def test_a_verified_file_is_mapped_from_its_copy_in_the_next_lookups(shipped, hepth_source):
+    """Issue 31: the first lookup verifies the file and keeps a float32 copy; the next ones map the copy (read-only
+    memory, no hashing), with the same rows."""
+    c = hepth_source.corpus
+    first = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+    again = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+    assert first is not None and again is not None
+    assert first.matrix.flags.writeable and not again.matrix.flags.writeable  # read, then mapped
+    assert np.array_equal(first.matrix, again.matrix) and again.matrix.dtype == np.float32
+
+
+@pytest.mark.fault_kind("embeddings-changed-after-copy")
+def test_a_file_changed_after_its_copy_was_made_is_verified_again(shipped, hepth_source):
+    """A byte flipped in place after the copy was made — same inode, same size, the modification time set back —
+    is caught: the file is verified again (its change time moved) and refused."""
+    c = hepth_source.corpus
+    assert find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings is not None
+    st = shipped.stat()
+    with open(shipped, "r+b") as f:
+        f.seek(5000)
+        byte = f.read(1)
+        f.seek(5000)
+        f.write(bytes([byte[0] ^ 0x40]))
+    os.utime(shipped, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert shipped.stat().st_size == st.st_size and shipped.stat().st_mtime_ns == st.st_mtime_ns
+    lookup = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True)
+    assert lookup.embeddings is None and lookup.problem is not None
+    assert "its bytes do not match the SHA-256" in lookup.problem
+
+
+@pytest.mark.parametrize("damage", ["truncated copy", "garbage stamp", "copy of another shape"])
+@pytest.mark.fault_kind("embeddings-copy-damaged")
+def test_a_damaged_copy_is_never_used_and_is_rebuilt(shipped, hepth_source, damage):
+    c = hepth_source.corpus
+    rows = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+    assert rows is not None
+    copies = semantic.verified_copies()
+    copy = next(copies.glob("*.f32.npy"))
+    if damage == "truncated copy":
+        os.truncate(copy, copy.stat().st_size // 3)
+    elif damage == "garbage stamp":
+        next(copies.glob("*.json")).write_text("{not json")
+    else:
+        np.save(copy, np.zeros((3, 384), dtype=np.float32))
+    again = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+    assert again is not None and again.matrix.flags.writeable  # verified from the file again, not mapped
+    assert np.array_equal(again.matrix, rows.matrix)
+    mapped = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+    assert mapped is not None and not mapped.matrix.flags.writeable and np.array_equal(mapped.matrix, rows.matrix)
+
+
+@pytest.mark.fault_kind("embeddings-copies-read-only")
+def test_no_copy_where_the_cache_cannot_be_written(shipped, hepth_source, tmp_path, monkeypatch):
+    """A copies folder that cannot be written: the file is verified every time, and used."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the copies folder would be")
+    monkeypatch.setattr(semantic, "verified_copies", lambda: blocked / "verified")
+    c = hepth_source.corpus
+    for _ in range(2):
+        got = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
+        assert got is not None and got.matrix.flags.writeable
+
+
 def _write(folder: Path, source: LocalSource, matrix: np.ndarray, dtype: str = "<f2") -> Path:
     c = source.corpus
     path = folder_embeddings_file(folder)
