@@ -167,14 +167,29 @@ class ResultCache:
         # an in-process LRU in front of the disk: long-lived processes (the app, evaluation) skip SQLite
         self._memory: OrderedDict[str, Any] = OrderedDict()
         self._memory_items = memory_items
+        # key → the in-memory value a reader has checked (:meth:`mark_checked`): the same object needs no new check
+        self._checked: dict[str, Any] = {}
 
     def _remember(self, key: str, value: Any) -> None:
         if self._memory_items <= 0:
             return
+        if self._memory.get(key) is not value:
+            self._checked.pop(key, None)  # another value: whatever was checked is gone
         self._memory[key] = value
         self._memory.move_to_end(key)
         while len(self._memory) > self._memory_items:
-            self._memory.popitem(last=False)
+            old, _ = self._memory.popitem(last=False)
+            self._checked.pop(old, None)
+
+    def mark_checked(self, key: str, value: Any) -> None:
+        """Record that ``value``, this cache's in-memory value of ``key``, passed its reader's checks."""
+        if self._memory.get(key) is value:
+            self._checked[key] = value
+
+    def is_checked(self, key: str, value: Any) -> bool:
+        """Whether ``value`` is the very object :meth:`mark_checked` recorded for ``key`` (a value replaced since,
+        or read again from disk, is another object and is checked again)."""
+        return self._checked.get(key) is value
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -262,6 +277,7 @@ class ResultCache:
 
     def clear(self) -> None:
         self._memory.clear()
+        self._checked.clear()
         if self._cache is not None:
             self._cache.clear()
 

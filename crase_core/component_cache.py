@@ -306,10 +306,17 @@ class ComponentCache:
         keys = {e: matrix_key(kid, (), (), digests=(digest(claims[e[0]]), digest(claims[e[1]]))) for e in edges}
         raw = self._get(keys.values())
         found: dict[Edge, EdgeMatrix] = {}
+        cache = self.cache
         for e, key in keys.items():
             if key not in raw:
                 continue
-            em = matrix_from_cache(raw[key], len(claims[e[0]].claims), len(claims[e[1]].claims), identity)
+            value = raw[key]
+            if cache is not None and cache.is_checked(key, value):  # checked by an earlier run of this process
+                found[e] = EdgeMatrix(value, identity, cached=True)
+                continue
+            em = matrix_from_cache(value, len(claims[e[0]].claims), len(claims[e[1]].claims), identity)
+            if em is not None and not em.error and cache is not None:
+                cache.mark_checked(key, value)
             if em is None:
                 log.warning("corrupt cached matrix for %s→%s; recomputing", *e)
                 continue

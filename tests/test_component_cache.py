@@ -181,6 +181,27 @@ def test_corrupt_matrix_entry_is_a_miss(tmp_path, bad):
     assert components.counters.cache_hits == 0
 
 
+def test_a_matrix_checked_once_in_a_process_is_not_checked_again_unless_replaced(tmp_path):
+    """In a long-lived process a cached matrix is checked when first read; the next run takes the same object
+    without checking it again (issue 31). A value replaced under the same key — another object — is checked
+    again, and refused when corrupt."""
+    cache = ResultCache(tmp_path / "rc")
+    components = ComponentCache(backend(), cache)
+    claims = {cs.paper_id: cs for cs in components.extract([A, B])}  # a: 2 claims, b: 1
+    key = matrix_key(FakeScorer.identity, claims["a"].claims, claims["b"].claims)
+    good = [[0.5], [0.25]]
+    cache.set_many({key: good})
+    first = components.cached_matrices(claims, [("a", "b")])
+    assert first[("a", "b")].matrix is good and cache.is_checked(key, good)
+    again = ComponentCache(backend(), cache).cached_matrices(claims, [("a", "b")])
+    assert again[("a", "b")].matrix is good and again[("a", "b")].cached
+    cache.set_many({key: [[0.5], [7.0]]})  # replaced in memory by a corrupt value: checked, refused
+    assert ComponentCache(backend(), cache).cached_matrices(claims, [("a", "b")]) == {}
+    assert not cache.is_checked(key, good)
+    cache.clear()
+    assert not cache.is_checked(key, good)
+
+
 def test_corrupt_plan_entry_is_a_miss(tmp_path):
     cache = ResultCache(tmp_path / "rc")
     planner = FakePlanner(["x"])

@@ -81,22 +81,37 @@ def window_share(query_pairs: frozenset[Pair], paper: Paper, window: int = WINDO
     """|U(q) ∩ U(d)| / |U(q)|: the share of the query's pairs of two different stems whose stems occur within
     ``window`` content words of each other, in either order, in the paper's title or in its abstract; 0 for a
     query without such a pair."""
-    return _window_share(unordered(query_pairs), segments or paper_segments(paper), window)
+    title, abstract = segments or paper_segments(paper)
+    return _window_share(unordered(query_pairs), (_term_positions(title), _term_positions(abstract)), window)
 
 
-def _window_share(wanted: frozenset[frozenset[str]], segments: Segments, window: int = WINDOW) -> float:
+Positions = dict[str, list[int]]
+
+
+def _term_positions(terms: Sequence[str]) -> Positions:
+    """Where each stem occurs in one segment (ascending positions)."""
+    positions: Positions = {}
+    for i, t in enumerate(terms):
+        positions.setdefault(t, []).append(i)
+    return positions
+
+
+@lru_cache(maxsize=8192)
+def _paper_positions(title: str, abstract: str) -> tuple[Positions, Positions]:
+    """:func:`_term_positions` of a paper's title and abstract, once per text in a process."""
+    t, a = _segments(title, abstract)
+    return _term_positions(t), _term_positions(a)
+
+
+def _window_share(wanted: frozenset[frozenset[str]], segments: Sequence[Positions], window: int = WINDOW) -> float:
     if not wanted:
         return 0.0
-    stems = {t for p in wanted for t in p}
     found: set[frozenset[str]] = set()
-    for terms in segments:
-        positions: dict[str, list[int]] = {}
-        for i, t in enumerate(terms):
-            if t in stems:
-                positions.setdefault(t, []).append(i)
+    for positions in segments:
         for pair in wanted - found:
             a, b = tuple(pair)
-            if any(abs(i - j) < window for i in positions.get(a, ()) for j in positions.get(b, ())):
+            at_a, at_b = positions.get(a), positions.get(b)
+            if at_a and at_b and any(abs(i - j) < window for i in at_a for j in at_b):
                 found.add(pair)
     return len(found) / len(wanted)
 
@@ -115,7 +130,9 @@ def rescore(query: str, results: Sequence[ScoredPaper], weight: float,
     def bonus(paper: Paper) -> tuple[float, float]:  # one stemming of the paper for both features
         segments = paper_segments(paper)
         ordered = weight * pair_share(pairs, paper, segments) if weight > 0.0 else 0.0
-        return ordered, (window_weight * _window_share(wanted, segments) if window_weight > 0.0 else 0.0)
+        window = (window_weight * _window_share(wanted, _paper_positions(paper.title, paper.abstract or ""))
+                  if window_weight > 0.0 else 0.0)
+        return ordered, window
 
     def rescored(r: ScoredPaper) -> ScoredPaper:  # the score's parts gain the two features' (text_parts)
         ordered, window = bonus(r.paper)
