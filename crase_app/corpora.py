@@ -11,6 +11,7 @@ fixed names (never the uploaded name) into a temporary folder of the corpora fol
 from __future__ import annotations
 
 import gzip
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -168,8 +169,8 @@ def import_section(on_done=None) -> None:
                                  "works (API results, or snapshot part_*.gz). Semantic Scholar: datasets files named "
                                  "papers…, abstracts…, citations….")
         go = st.form_submit_button("Import", icon=":material/upload:", type="primary")
-    st.caption(f"Imported corpora go to {md_escape(str(root))}; `crase corpus import SRC {md_escape(str(root))}/NAME` "
-               "puts one there from the command line.")
+    command = f"crase corpus import SRC {shlex.quote(str(root))}/NAME".replace("`", "'")  # a code span: no escapes
+    st.caption(f"Imported corpora go to {md_escape(str(root))}; `{command}` puts one there from the command line.")
     if not go:
         return
     try:

@@ -269,7 +269,8 @@ def read_embeddings_mapped(path: Path, *, rows: int, fingerprint: str,
     return matrix, manifest
 
 
-def _copy_paths(manifest: Manifest, copies: Path) -> tuple[Path, Path]:
+def copy_paths(manifest: Manifest, copies: Path) -> tuple[Path, Path]:
+    """(the float32 copy, its stamp) of the embeddings ``manifest`` describes, in ``copies``."""
     stem = f"{manifest.sha256[:32]}-{manifest.count}x{manifest.dimension}"
     return copies / f"{stem}.f32.npy", copies / f"{stem}.json"
 
@@ -282,7 +283,7 @@ def _source_stamp(path: Path, manifest: Manifest) -> dict[str, Any]:
 
 def _mapped_copy(path: Path, manifest: Manifest, copies: Path) -> np.ndarray | None:
     """The mapped float32 copy of ``path``'s rows when its stamp says it was made from this very file."""
-    copy, stamp_file = _copy_paths(manifest, copies)
+    copy, stamp_file = copy_paths(manifest, copies)
     try:
         stamp = json.loads(_read_bounded(stamp_file, MAX_MANIFEST_BYTES, "the copy's stamp").decode("utf-8"))
     except (EmbeddingsProblem, UnicodeDecodeError, ValueError, RecursionError):
@@ -300,7 +301,7 @@ def _mapped_copy(path: Path, manifest: Manifest, copies: Path) -> np.ndarray | N
 
 def _write_copy(path: Path, manifest: Manifest, matrix: np.ndarray, copies: Path) -> None:
     """Keep ``matrix`` (just verified) as the float32 copy of ``path``, stamp last (best effort)."""
-    copy, stamp_file = _copy_paths(manifest, copies)
+    copy, stamp_file = copy_paths(manifest, copies)
     try:
         copies.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{copy.name}.", suffix=".tmp", dir=copies)

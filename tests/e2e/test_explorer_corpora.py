@@ -117,9 +117,20 @@ def test_import_a_corpus_from_the_app(context, embedded_app, tmp_path, cache_dir
         assert page.get_by_role("button", name=d.label).count() == 1
     # embed it from the app with the on-device model: semantic feedback on for its runs
     page.get_by_text(f"Corpus: {NAME} — import or embed").click()
-    page.get_by_role("button", name="Embed this corpus").click()
-    page.get_by_text("Embedded 17 papers").or_(page.get_by_text("Embeddings up to date")).first \
-        .wait_for(timeout=300_000)
+    done = page.get_by_text("Embedded 17 papers").or_(page.get_by_text("Embeddings up to date")).first
+    started = page.get_by_text(f"Embedding {NAME}…").or_(done).first
+    for attempt in range(3):  # a click while the page still reruns (the expander just opened) can be lost
+        page.get_by_role("button", name="Embed this corpus").click()
+        try:
+            started.wait_for(timeout=30_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+    try:
+        done.wait_for(timeout=300_000)
+    finally:
+        page.screenshot(path=str(SHOTS / "pass4_embed_done.png"), full_page=True)
     from crase_core.retrieval.semantic import find_embeddings
 
     corpus = open_or_build(folder)

@@ -28,6 +28,7 @@ from crase_core.retrieval.semantic import (
 from crase_core.sources.local import LocalSource
 from crase_core.store.embedding_files import (
     Manifest,
+    copy_paths,
     manifest_path,
     normalised_f16,
     texts_digest,
@@ -192,12 +193,12 @@ def test_a_damaged_copy_is_never_used_and_is_rebuilt(shipped, hepth_source, dama
     c = hepth_source.corpus
     rows = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
     assert rows is not None
-    copies = semantic.verified_copies()
-    copy = next(copies.glob("*.f32.npy"))
+    assert rows.manifest is not None
+    copy, stamp = copy_paths(rows.manifest, semantic.verified_copies())
     if damage == "truncated copy":
         os.truncate(copy, copy.stat().st_size // 3)
     elif damage == "garbage stamp":
-        next(copies.glob("*.json")).write_text("{not json")
+        stamp.write_text("{not json")
     else:
         np.save(copy, np.zeros((3, 384), dtype=np.float32))
     again = find_embeddings(None, c.name, c.fingerprint, len(c), fresh=True).embeddings
