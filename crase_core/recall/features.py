@@ -139,18 +139,32 @@ def best_match(trace: RunTrace, refs: dict[str, set[str]]) -> str | None:
 
 
 def recall_features(trace: RunTrace) -> dict[str, float]:
-    """:data:`FEATURES` of ``trace`` (every value finite)."""
+    """:data:`FEATURES` of ``trace`` (every value finite): the question's words, the text search's scores, how far
+    the lists agree, and the graph and the references around the list."""
     k = max(1, int(trace.settings.k))
-    results = [r.paper_id for r in trace.results]
-    n_res = len(results)
-    text = [h.paper_id for h in trace.query_hits]
-    walk = walk_order(trace)
-    lists = found_lists(trace, k)
-    counts = Counter(p for lst in lists for p in set(lst))
+    feats = {**_query_features(trace), **_search_features(trace, k), **_agreement_features(trace, k),
+             **_graph_features(trace, k)}
+    return {name: float(feats[name]) if math.isfinite(feats[name]) else 0.0 for name in FEATURES}
+
+
+def _query_features(trace: RunTrace) -> dict[str, float]:
+    """How the question reads and how rare its words are in the corpus."""
     cov = trace.coverage
     terms = cov.terms if cov is not None else []
     n_papers = max(1, cov.n_papers) if cov is not None else 1
     idf = [math.log((n_papers + 1) / (t.papers + 1)) for t in terms]
+    return {
+        "query_words": math.log1p(len(_WORD.findall(trace.query))),
+        "question_form": float(question_form(trace.query)),
+        "title_form": form_value(trace.query),
+        "rare_term_share": len(cov.rare_terms) / len(terms) if cov is not None and terms else 0.0,
+        "best_match_share": float(cov.best_match_share) if cov is not None else 0.0,
+        "mean_term_idf": sum(idf) / len(idf) if idf else 0.0,
+    }
+
+
+def _search_features(trace: RunTrace, k: int) -> dict[str, float]:
+    """How sharply the full question's search scores fall, and how much of them semantic feedback gave."""
     scores = [h.score for h in trace.query_hits]
     top = scores[0] if scores and scores[0] > 0 else 0.0
 
@@ -161,11 +175,45 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
         return max(0.0, min(1.0, 1.0 - below / top))
 
     sem = [h.parts.get("semantic feedback", 0.0) / h.score for h in trace.query_hits[:k] if h.score > 0]
+    return {
+        "text_gap_10": gap(10),
+        "text_gap_50": gap(k),
+        "strong_matches": math.log1p(sum(1 for x in scores if top > 0 and x > 0.5 * top)),
+        "top_score": math.log1p(top),
+        "top_bm25": math.log1p(max(0.0, trace.query_hits[0].parts.get("BM25", top))) if trace.query_hits else 0.0,
+        "semantic_share": sum(sem) / len(sem) if sem else 0.0,
+    }
+
+
+def _agreement_features(trace: RunTrace, k: int) -> dict[str, float]:
+    """How far the text search, the walk, the list and each sub-query's search agree (capture–recapture)."""
+    results = [r.paper_id for r in trace.results]
+    text = [h.paper_id for h in trace.query_hits]
+    walk = walk_order(trace)
+    lists = found_lists(trace, k)
+    counts = Counter(p for lst in lists for p in set(lst))
+    return {
+        "text_walk_overlap": _overlap(text, walk[:k], k),
+        "list_text_overlap": _overlap(results, text[:k], k),
+        "list_walk_overlap": _overlap(results, walk[:k], k),
+        "multi_list_share": sum(1 for p in results if counts.get(p, 0) >= 2) / k,
+        "chao_completeness": chao_completeness(lists),
+        "seed_agreement": sum(1 for s in trace.seeds if len(s.origins) > 1) / len(trace.seeds) if trace.seeds else 0.0,
+    }
+
+
+def _graph_features(trace: RunTrace, k: int) -> dict[str, float]:
+    """The graph's size and what survived pruning, how densely the list cites itself, its scores and ages, and how
+    much of the closest seeds' and the best match's references it holds."""
+    results = [r.paper_id for r in trace.results]
+    n_res = len(results)
     in_list = set(results)
     roles = {n.paper.id: n.role for n in trace.nodes}
     links: Counter[str] = Counter()
     n_links = 0
+    refs: dict[str, set[str]] = {}
     for e in trace.edges:
+        refs.setdefault(e.citing, set()).add(e.cited)
         if e.citing in in_list and e.cited in in_list and e.citing != e.cited:
             n_links += 1
             links[e.citing] += 1
@@ -173,9 +221,6 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
     seeds = {s.paper_id for s in trace.seeds}
     kept_edges = sum(1 for e in trace.edges if e.kept)
     r_scores = [r.score for r in trace.results]
-    refs: dict[str, set[str]] = {}
-    for e in trace.edges:
-        refs.setdefault(e.citing, set()).add(e.cited)
     seed_recall = [len(refs[s] & in_list) / len(refs[s]) for s in seeds if len(refs.get(s, ())) >= 3]
     close = [h.paper_id for h in trace.query_hits[:10] if h.paper_id in seeds and h.paper_id in refs] or \
         [s for s in seeds if s in refs]
@@ -187,24 +232,7 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
     top_hit = trace.query_hits[0].paper_id if trace.query_hits else None
     best = best_match(trace, refs)
     best_refs = refs.get(best, set()) if best is not None else set()
-    feats = {
-        "query_words": math.log1p(len(_WORD.findall(trace.query))),
-        "question_form": float(question_form(trace.query)),
-        "title_form": form_value(trace.query),
-        "rare_term_share": len(cov.rare_terms) / len(terms) if cov is not None and terms else 0.0,
-        "best_match_share": float(cov.best_match_share) if cov is not None else 0.0,
-        "mean_term_idf": sum(idf) / len(idf) if idf else 0.0,
-        "text_gap_10": gap(10),
-        "text_gap_50": gap(k),
-        "strong_matches": math.log1p(sum(1 for x in scores if top > 0 and x > 0.5 * top)),
-        "top_score": math.log1p(top),
-        "top_bm25": math.log1p(max(0.0, trace.query_hits[0].parts.get("BM25", top))) if trace.query_hits else 0.0,
-        "semantic_share": sum(sem) / len(sem) if sem else 0.0,
-        "text_walk_overlap": _overlap(text, walk[:k], k),
-        "list_text_overlap": _overlap(results, text[:k], k),
-        "list_walk_overlap": _overlap(results, walk[:k], k),
-        "multi_list_share": sum(1 for p in results if counts.get(p, 0) >= 2) / k,
-        "chao_completeness": chao_completeness(lists),
+    return {
         "graph_nodes": math.log1p(len(trace.nodes)),
         "graph_edges": math.log1p(len(trace.edges)),
         "kept_edge_share": kept_edges / len(trace.edges) if trace.edges else 0.0,
@@ -222,6 +250,4 @@ def recall_features(trace: RunTrace) -> dict[str, float]:
         "best_match_age": newest - years[top_hit] if top_hit in years else 0.0,
         "best_match_refs": math.log1p(len(best_refs)),
         "best_match_list_share": len(best_refs & in_list) / len(best_refs) if best_refs else 0.0,
-        "seed_agreement": sum(1 for s in trace.seeds if len(s.origins) > 1) / len(trace.seeds) if trace.seeds else 0.0,
     }
-    return {name: float(feats[name]) if math.isfinite(feats[name]) else 0.0 for name in FEATURES}
