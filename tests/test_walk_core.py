@@ -15,6 +15,7 @@ from crase_core.ranking.walks import (
     SparseRows,
     WeightedGraph,
     iterate,
+    stable_order,
 )
 
 
@@ -50,6 +51,24 @@ def test_sparse_rows_product_is_scipys_to_the_last_bit(monkeypatch):
     assert np.allclose(ours.transpose().toscipy().toarray(), theirs.T.toarray(), rtol=1e-15, atol=0)
     assert ours.get(int(rows[0]), int(cols[0])) == pytest.approx(theirs[int(rows[0]), int(cols[0])], rel=1e-15)
     assert np.allclose(ours.columns([3, 7]), theirs[:, [3, 7]].toarray(), rtol=1e-15, atol=0)
+
+
+def test_stable_order_is_lexsorts_permutation():
+    """The radix order (keys under 2^16) and the fallback (larger keys) sort by (primary, secondary) with ties
+    kept in place, exactly as np.lexsort: the matrices, hence every walk's bits, do not depend on which ran."""
+    rng = np.random.default_rng(11)
+    for high in (5, 300, 70_000):
+        primary, secondary = rng.integers(0, high, 5000), rng.integers(0, high, 5000)
+        assert np.array_equal(stable_order(primary, secondary), np.lexsort((secondary, primary)))
+    empty = np.array([], dtype=np.int64)
+    assert stable_order(empty, empty).size == 0
+    for n in (400, 70_000):  # a transpose by one stable sort of the columns equals scipy's, entry for entry
+        rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+        m = SparseRows.from_entries((n, n), rows, cols, rng.uniform(0.1, 1.0, 3000))
+        t, theirs = m.transpose(), m.toscipy().T.tocsr()
+        theirs.sort_indices()
+        assert np.array_equal(t.indptr, theirs.indptr) and np.array_equal(t.indices, theirs.indices)
+        assert np.array_equal(t.data, theirs.data)
 
 
 def test_products_with_scipy_loaded_are_numpys(monkeypatch):

@@ -60,6 +60,20 @@ def load_block_kernel() -> None:
     import scipy.sparse  # noqa: F401
 
 
+def stable_order(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """The permutation that sorts entries by (``primary``, ``secondary``), ties kept in their order: the same
+    permutation as ``np.lexsort((secondary, primary))``, by two stable radix sorts when both keys fit in 16 bits
+    (a graph of fewer than 65,536 papers; several times faster than lexsort there).
+
+    >>> stable_order(np.array([1, 0, 1]), np.array([0, 5, 0])).tolist()
+    [1, 0, 2]
+    """
+    if primary.size == 0 or max(int(primary.max()), int(secondary.max())) >= 1 << 16:
+        return np.lexsort((secondary, primary))
+    order = np.argsort(secondary.astype(np.uint16), kind="stable")
+    return order[np.argsort(primary.astype(np.uint16)[order], kind="stable")]
+
+
 def scipy_loaded() -> bool:
     """Whether ``scipy.sparse`` is imported in this process (then products use its kernel)."""
     return "scipy.sparse" in sys.modules
@@ -87,7 +101,7 @@ class SparseRows:
     def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
                      data: np.ndarray) -> SparseRows:
         """The matrix with ``data`` at (``rows``, ``cols``): sorted, parallel entries summed, zeros dropped."""
-        order = np.lexsort((cols, rows))
+        order = stable_order(rows, cols)
         rows, cols, data = rows[order], cols[order], np.asarray(data, dtype=np.float64)[order]
         if rows.size > 1:
             new = np.ones(rows.size, dtype=bool)
@@ -134,7 +148,9 @@ class SparseRows:
         return out
 
     def transpose(self) -> SparseRows:
-        order = np.lexsort((self.rows, self.indices))
+        # entries are sorted by row already: a stable sort by column gives (column, row) order
+        small = self.indices.size and int(self.indices.max()) < 1 << 16
+        order = np.argsort(self.indices.astype(np.uint16) if small else self.indices, kind="stable")
         rows, cols = self.indices[order], self.rows[order]
         indptr = np.zeros(self.shape[1] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=self.shape[1]), out=indptr[1:])
@@ -319,10 +335,14 @@ def iterate(rhs: np.ndarray, step: Callable[[np.ndarray], np.ndarray], alpha: fl
     x = rhs.copy() if start is None else start.copy()
     keep = 1.0 - alpha
     residual, it = np.inf, 0
+    work = np.empty_like(x)
     for it in range(1, max(1, max_iter) + 1):  # noqa: B007
-        nxt = rhs + keep * step(x)
-        change = np.abs(nxt - x).sum(axis=0)
-        size = np.abs(nxt).sum(axis=0)
+        nxt = step(x)  # a new array: rhs + keep·step(x) is formed in it, then |nxt − x| and |nxt| in ``work``
+        np.multiply(nxt, keep, out=nxt)
+        np.add(rhs, nxt, out=nxt)
+        np.subtract(nxt, x, out=work)
+        change = np.abs(work, out=work).sum(axis=0)
+        size = np.abs(nxt, out=work).sum(axis=0)
         x = nxt
         if x.ndim == 1:
             residual = float(change / size) if size > 0 else 0.0
@@ -350,8 +370,12 @@ class PersonalizedPageRank:
         m = walk_matrices(graph)
         wt, dangling = m.forward_t, np.flatnonzero(m.dangling)
 
+        back = np.empty_like(p)
+
         def step(pi: np.ndarray) -> np.ndarray:  # Wᵀπ, the dangling mass back at p
-            return wt.dot(pi) + pi[dangling].sum() * p
+            out = wt.dot(pi)
+            out += np.multiply(p, pi[dangling].sum(), out=back)
+            return out
         run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
         pi = run.x / run.x.sum()
         return RankingResult(self.name, dict(zip(graph.nodes, pi.tolist(), strict=True)), run.iterations,
@@ -380,8 +404,12 @@ class PersonalizedSALSA:
         m = walk_matrices(graph)
         ft, bt, dangling = m.forward_t, m.backward_t, np.flatnonzero(m.dangling)
 
+        back = np.empty_like(p)
+
         def step(h: np.ndarray) -> np.ndarray:  # hub → authority → hub, dangling hubs back at p
-            return bt.dot(ft.dot(h)) + h[dangling].sum() * p
+            out = bt.dot(ft.dot(h))
+            out += np.multiply(p, h[dangling].sum(), out=back)
+            return out
         run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
         a = ft.dot(run.x)
         total = a.sum()
