@@ -40,6 +40,7 @@ from crase_core.views.paper_text import (
     tex_accents,
     tex_plain,
 )
+from crase_core.views.stress import stress_layout
 
 # --- what the views are -----------------------------------------------------------------------------------
 VIEW_MODES = ("top-k and trails", "kept graph", "everything")
@@ -103,6 +104,8 @@ class Layout:
     axis: list[dict[str, Any]] = field(default_factory=list)
     captions: list[dict[str, Any]] = field(default_factory=list)
     groups: dict[str, int] = field(default_factory=dict)
+    #: the bends of edge lists drawn over these positions (:func:`edge_bends`), by the edges' ids in order
+    bends: dict[tuple[str, ...], dict[str, float]] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
@@ -671,9 +674,10 @@ def ordered_subgraph(g: Any, nodes: Sequence[str]) -> Any:
 
 
 def _local_positions(sub: Any, radius: float) -> dict[str, tuple[float, float]]:
-    """Positions of one community's papers inside a disc of ``radius``: Kamada–Kawai (up to 40 papers, else a
-    spring layout; networkx, fixed seed) over its shown edges, with the pieces those leave unconnected tied
-    to a hidden hub so that they sit together instead of drifting to the rim."""
+    """Positions of one community's papers inside a disc of ``radius``: Kamada–Kawai (up to 40 papers, by
+    stress majorization: :func:`~crase_core.views.stress.stress_layout`; else networkx's spring layout, fixed
+    seed) over its shown edges, with the pieces those leave unconnected tied to a hidden hub so that they sit
+    together instead of drifting to the rim."""
     import networkx as nx
 
     nodes = list(sub.nodes)
@@ -688,7 +692,7 @@ def _local_positions(sub: Any, radius: float) -> dict[str, tuple[float, float]]:
             for p in piece:
                 g.add_edge(hub, p, weight=0.3)
     if len(nodes) <= 40:
-        raw = nx.kamada_kawai_layout(g, weight=None)
+        raw = stress_layout(g)
     else:
         raw = nx.spring_layout(g, k=1.8 / math.sqrt(len(nodes)), seed=7, iterations=80, weight="weight")
     raw = {p: xy for p, xy in raw.items() if p in sub}
@@ -904,41 +908,79 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
     index = {p: i for i, p in enumerate(ids)}
     step = BEND_SAMPLES - 1
     seg_a, seg_b = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # the chosen curves' segments
+    seg_lo, seg_hi = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # and their boxes
     mids = np.zeros((len(edges), 2))
-    done = 0  # curves chosen so far (their segments and midpoints fill the arrays' heads)
     out: dict[str, float] = {}
     # Only what lies near a curve can decide: a paper closer than its radius lies within ``reach`` of the curve's
     # box, a segment or midpoint within MIDPOINT_CLEARANCE; what lies further only adds values that are not
     # read (a clear curve's exact clearance, room beyond MIDPOINT_CLEARANCE), so each choice is the one the
     # whole sets give.
-    for e in edges:
-        if e.citing not in index or e.cited not in index or e.citing == e.cited:
-            continue
-        p, q = positions[e.citing], positions[e.cited]
-        others = np.ones(len(ids), dtype=bool)
-        others[[index[e.citing], index[e.cited]]] = False
-        xy_o, rad_o = xy[others], rad[others]
+
+    def papers_clear(curves: Any, lo: Any, hi: Any, touching: list[int]) -> Any:
+        """Each curve's clearance from the papers not in ``touching`` (near its box ``lo``–``hi``)."""
+        near = _within(xy, lo - reach, hi + reach)
+        near[touching] = False
+        return _clearances(curves, xy[near], rad[near])
+
+    def room(curves: Any, lo: Any, hi: Any, done: int) -> Any:
+        """Each curve's room from the ``done`` curves chosen before (near its box ``lo``–``hi``)."""
+        if not done:
+            return np.full(len(curves), math.inf)
         a, b, m = seg_a[:done * step], seg_b[:done * step], mids[:done]
-        bends = REVERSE_BENDS if (e.cited, e.citing) in present else BENDS
-        curves = bend_curves(p, q, bends)  # (bends, samples, 2), all at once
-        lo, hi = curves.min(axis=(0, 1)), curves.max(axis=(0, 1))
-        centre = curves[:, len(curves[0]) // 2]
-        near = _within(xy_o, lo - reach, hi + reach)
-        papers = _clearances(curves, xy_o[near], rad_o[near])
-        seg_near = (_within(np.minimum(a, b), -math.inf, hi + MIDPOINT_CLEARANCE)
-                    & _within(np.maximum(a, b), lo - MIDPOINT_CLEARANCE, math.inf))
+        seg_near = ((seg_lo[:done * step] <= hi + MIDPOINT_CLEARANCE).all(axis=1)
+                    & (seg_hi[:done * step] >= lo - MIDPOINT_CLEARANCE).all(axis=1))
         mid_near = _within(m, lo - MIDPOINT_CLEARANCE, hi + MIDPOINT_CLEARANCE)
-        room = np.minimum(_to_segments_each(centre, a[seg_near], b[seg_near]),
+        return np.minimum(_to_segments_each(curves[:, len(curves[0]) // 2], a[seg_near], b[seg_near]),
                           _clearances(curves, m[mid_near], np.zeros(int(mid_near.sum()))))
-        options = [(bend, float(papers[i]), float(room[i]), curves[i]) for i, bend in enumerate(bends)]
-        clear = [o for o in options if o[1] >= 0]
-        chosen = (next((o for o in clear if o[2] >= MIDPOINT_CLEARANCE), None)
-                  or (max(clear, key=lambda o: o[2]) if clear else max(options, key=lambda o: o[1])))
+
+    drawn = [e for e in edges if e.citing in index and e.cited in index and e.citing != e.cited]
+    bends_of = [REVERSE_BENDS if (e.cited, e.citing) in present else BENDS for e in drawn]
+    curves_of = [bend_curves(positions[e.citing], positions[e.cited], b) for e, b in zip(drawn, bends_of, strict=True)]
+    touching_of = [[index[e.citing], index[e.cited]] for e in drawn]
+    # most edges take their first bend: whether it clears the papers, for every edge at once; ``done``: the curves
+    # chosen so far (their segments and midpoints fill the arrays' heads)
+    first_clear = _first_bend_clear(curves_of, touching_of, xy, rad)
+    for done, (e, bends, curves, touching, clear_first) in enumerate(
+            zip(drawn, bends_of, curves_of, touching_of, first_clear, strict=True)):
+        first = curves[:1]
+        first_room = room(first, first.min(axis=(0, 1)), first.max(axis=(0, 1)), done) if clear_first else None
+        if first_room is not None and first_room[0] >= MIDPOINT_CLEARANCE:
+            chosen = (bends[0], 0.0, float(first_room[0]), curves[0])
+        else:
+            lo, hi = curves.min(axis=(0, 1)), curves.max(axis=(0, 1))
+            papers, rooms = papers_clear(curves, lo, hi, touching), room(curves, lo, hi, done)
+            options = [(bend, float(papers[i]), float(rooms[i]), curves[i]) for i, bend in enumerate(bends)]
+            clear = [o for o in options if o[1] >= 0]
+            chosen = (next((o for o in clear if o[2] >= MIDPOINT_CLEARANCE), None)
+                      or (max(clear, key=lambda o: o[2]) if clear else max(options, key=lambda o: o[1])))
         out[edge_id(e)] = chosen[0]
         pts = chosen[3]
         seg_a[done * step:(done + 1) * step], seg_b[done * step:(done + 1) * step] = pts[:-1], pts[1:]
+        np.minimum(pts[:-1], pts[1:], out=seg_lo[done * step:(done + 1) * step])
+        np.maximum(pts[:-1], pts[1:], out=seg_hi[done * step:(done + 1) * step])
         mids[done] = pts[len(pts) // 2]
-        done += 1
+    return out
+
+
+def _first_bend_clear(curves_of: Sequence[Any], touching_of: Sequence[list[int]], xy: Any, rad: Any) -> list[bool]:
+    """For each edge, whether the curve of its first bend passes every paper it does not touch at least that
+    paper's radius ``rad`` away (:func:`_clearances` ≥ 0 over those papers), for many edges at once."""
+    import numpy as np
+
+    out: list[bool] = []
+    for lo in range(0, len(curves_of), 64):
+        curves = np.stack([c[0] for c in curves_of[lo:lo + 64]])  # (E, S, 2)
+        a, b = curves[:, :-1], curves[:, 1:]
+        ab = b - a
+        length2 = np.maximum((ab ** 2).sum(axis=2), 1e-12)
+        ap = xy[None, :, None, :] - a[:, None, :, :]  # (E, N, S, 2)
+        t = np.clip((ap * ab[:, None]).sum(axis=3) / length2[:, None], 0.0, 1.0)
+        nearest = a[:, None] + t[..., None] * ab[:, None]
+        d = np.hypot(*(xy[None, :, None, :] - nearest).transpose(3, 0, 1, 2)).min(axis=2) - rad[None]
+        rows = np.arange(len(curves))
+        ends = np.array(touching_of[lo:lo + 64])
+        d[rows, ends[:, 0]] = d[rows, ends[:, 1]] = math.inf
+        out.extend((d.min(axis=1) >= 0).tolist())
     return out
 
 
@@ -1145,7 +1187,10 @@ def run_view(
     sizes = {p: node_size(by_id[p].score, max_score) for p in view.nodes}
     labels_given = labels is not None
     labels = labels or node_labels(trace, [n.paper.id for n in trace.nodes])
-    bends = edge_bends(lay.positions, sizes, view.edges)
+    drawn = tuple(edge_id(e) for e in view.edges)  # a view with and without pruned edges often draws the same
+    bends = lay.bends.get(drawn)
+    if bends is None:
+        bends = lay.bends[drawn] = edge_bends(lay.positions, sizes, view.edges)
     return RunView(layout, view, draw_nodes(trace, view, lay.positions, lay.groups, labels),
                    draw_edges(trace, view, bends, labels, index.tips if index is not None and labels_given else None),
                    lay.axis, lay.captions, legend_items(trace, view))

@@ -77,7 +77,7 @@ def data_block(data: object) -> tuple[str, str]:
     text = script_json(data)
     if len(text) <= COMPRESS_ABOVE:
         return "application/json", text
-    packed = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    packed = gzip.compress(text.encode("utf-8"), compresslevel=4, mtime=0)
     return GZIP_TYPE, base64.b64encode(packed).decode("ascii")
 
 
