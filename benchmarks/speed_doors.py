@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--queries", type=Path, default=ROOT / "benchmarks" / "data" / "hepth_litsearch_dev.jsonl")
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--before", type=Path, help="a checkout of the previous code, run side by side (PYTHONPATH)")
+    ap.add_argument("--large", type=Path, help="the JSON benchmarks/large_corpus.py printed for 2.5M papers")
     args = ap.parse_args()
     if args.before:
         BEFORE_CODE.append(str(args.before.resolve()))
@@ -124,8 +125,25 @@ def main() -> None:
         BEFORE["library"], at)
 
     in_process(args)
-    print("\n2.5M papers: not measured here (building that store takes too long on this machine; "
-          "benchmarks/large_corpus.py measures it).")
+    large_row(args.large)
+
+
+def large_row(path: Path | None) -> None:
+    """The 2.5M-paper fresh-process query, from the JSON ``benchmarks/large_corpus.py --papers 2500000`` printed
+    (building that store takes minutes, so it is measured there and read here), with the load it ran at."""
+    if path is None:
+        print("\n2.5M papers: pass --large RESULT.json (what `benchmarks/large_corpus.py --papers 2500000 "
+              "--queries 10 --eval-queries 0 --append-share 0` printed) to add its row.")
+        return
+    r = json.loads(path.read_text())
+    stages = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r.get("stage_s_median_warm", {}).items(),
+                                                          key=lambda kv: -kv[1])[:3])
+    row(f"`crase query`, {r['papers']:,} papers (fresh process, {r.get('queries', 10)} queries; "
+        "benchmarks/large_corpus.py)",
+        f"median {r['query_wall_s_median_warm']:.2f} s warm, {r['query_wall_s_median_cold']:.2f} s cold "
+        f"(max {r['query_wall_s_max_warm']:.2f} / {r['query_wall_s_max_cold']:.2f} s), peak RSS "
+        f"{r['query_peak_rss_mb']:,} MB", f"target ≤ 1.5 s; median stages (s): {stages}", BEFORE["large"],
+        str(r.get("load_at_queries", "?")))
 
 
 def in_process(args: argparse.Namespace) -> None:

@@ -39,6 +39,29 @@ def test_a_hidden_citer_does_not_count_and_a_hidden_paper_scores_zero():
     assert _scores([True, False, True]).tolist() == pytest.approx([0.5, 0.0, 0.0])
 
 
+def test_a_term_most_papers_hold_counts_the_same_citers():
+    """A term held by most visible papers is counted from the papers that do not hold it (in-degree less
+    theirs): the same scores as counting its holders, with hidden papers on either side."""
+    rng = np.random.default_rng(4)
+    n = 300
+    cites = sp.random(n, n, density=0.05, random_state=5, format="csr")  # row v: the papers citing v
+    cites.data[:] = 1.0
+    refs = cites.T.tocsr()
+    citers, refs_adj = Adjacency(cites.indptr, cites.indices, n), Adjacency(refs.indptr, refs.indices, n)
+    common, rare = np.sort(rng.choice(n, 240, replace=False)), np.sort(rng.choice(n, 20, replace=False))
+    postings = {"common": common, "rare": rare}
+    for visible in (np.ones(n, dtype=bool), rng.random(n) < 0.8):
+        got = anchor_scores("common rare", postings.__getitem__, {"common": 0.3, "rare": 2.0}.__getitem__,
+                            refs_adj, citers, visible, smoothing=2.0)
+        dense = cites.toarray() > 0  # dense[v, u]: u cites v
+        expected = np.zeros(n)
+        for term, idf in (("common", 0.3), ("rare", 2.0)):
+            holds = np.zeros(n, dtype=bool)
+            holds[postings[term]] = True
+            expected += idf * (dense & (holds & visible)[None, :]).sum(axis=1) / ((dense & visible[None, :]).sum(axis=1) + 2.0)
+        assert np.allclose(got, np.where(visible, expected, 0.0), rtol=1e-12, atol=0)
+
+
 # the query comes from 9901001 (1999-01): it and every later paper are hidden (as in test_leakage.py)
 Q = BenchQuery("cit", "black hole microstates anti-de Sitter holography entropy counting",
                ("9801001", "9802001"), paper_id="9901001", year=1999)

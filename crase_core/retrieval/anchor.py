@@ -37,18 +37,26 @@ def anchor_scores(query: str, postings_of: Callable[[str], np.ndarray], idf: Cal
     """a(v) for every paper (0 for a hidden one); ``postings_of(stem)`` gives the ascending ids of the papers
     holding the stem, ``refs`` row u the papers u cites and ``citers`` (its transpose) row v the papers that
     cite v. A term's citer counts are read from the rows of its own papers alone (issue 31: no product over the
-    whole graph per term)."""
+    whole graph per term), or for a term most papers hold, from the rows of those that do not."""
     n = visible.size
     out = np.zeros(n)
     stems: Sequence[str] = list(dict.fromkeys(content_terms(query)))  # each term once
     if not stems or n == 0:
         return out
-    denom = (citers.row_lengths() if visible.all() else citers @ visible.astype(float)) + smoothing
+    indegree = citers.row_lengths() if visible.all() else citers @ visible.astype(float)  # visible citers
+    denom = indegree + smoothing
+    n_visible = int(np.count_nonzero(visible))
     for t in stems:
         docs = postings_of(t)
         if docs.size == 0:
             continue
         docs = np.asarray(docs, dtype=np.int64)
-        counts = np.bincount(refs.columns_of(docs[visible[docs]]), minlength=n)  # visible citers holding t
+        holders = docs[visible[docs]]
+        if 2 * holders.size <= n_visible:
+            counts = np.bincount(refs.columns_of(holders), minlength=n)  # visible citers holding t
+        else:  # a term most papers hold: count the visible citers that do not hold it (the same integers)
+            others = visible.copy()
+            others[holders] = False
+            counts = indegree - np.bincount(refs.columns_of(np.flatnonzero(others)), minlength=n)
         out += idf(t) * counts / denom
     return np.where(visible, out, 0.0)
