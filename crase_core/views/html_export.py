@@ -111,9 +111,11 @@ def _views(trace: RunTrace) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
 
     def keep(key: str, rv: RunView) -> None:
         for n in rv.nodes:
-            node_style.setdefault(n["id"], {k: v for k, v in n.items() if k not in NODE_PLACEMENT})
+            if n["id"] not in node_style:
+                node_style[n["id"]] = {k: v for k, v in n.items() if k not in NODE_PLACEMENT}
         for e in rv.edges:
-            edge_style.setdefault(e["id"], {k: v for k, v in e.items() if k != "bend"})
+            if e["id"] not in edge_style:
+                edge_style[e["id"]] = {k: v for k, v in e.items() if k != "bend"}
         d = rv.as_dict()
         views[key] = {**{k: d[k] for k in ("layout", "axis", "captions", "legend", "note", "hidden", "focus")},
                       "nodes": [[n["id"], *(n[k] for k in NODE_PLACEMENT)] for n in rv.nodes],
