@@ -140,3 +140,71 @@ def test_a_graph_without_edges_walks_to_the_restart():
                                     np.array([], dtype=np.float64))
     out = empty.dot(empty.dot(np.array([0.2, 0.3, 0.5])))
     assert out.dtype == np.float64 and out.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_dense_block_product_is_the_sparse_one(monkeypatch):
+    """A small, well-filled matrix multiplies blocks dense (BLAS); the same products as the sparse path to
+    1e-13, and a sparse matrix stays sparse."""
+    rng = np.random.default_rng(8)
+    cells = np.unique(rng.integers(0, 120 * 120, 2000))
+    m = SparseRows.from_entries((120, 120), cells // 120, cells % 120, rng.uniform(0.0, 1.0, cells.size))
+    assert m.dense_is_faster()
+    block = rng.uniform(size=(120, 30))
+    dense = m.dot(block)
+    monkeypatch.setattr(walks, "DENSE_CELLS", 0)
+    sparse = SparseRows.from_entries((120, 120), cells // 120, cells % 120, m.data)
+    assert not sparse.dense_is_faster()
+    assert np.allclose(dense, sparse.dot(block), rtol=1e-13, atol=0)
+    thin = SparseRows.from_entries((3000, 3000), np.arange(3000), (np.arange(3000) + 1) % 3000, np.ones(3000))
+    monkeypatch.setattr(walks, "DENSE_CELLS", 1 << 20)
+    assert not thin.dense_is_faster()  # 9M cells, 3,000 entries
+
+
+def _pointers_every_column(forward, backward, alpha, direct):
+    """The path search of ``walks._salsa_pointers`` recomputing every column every round (the reference)."""
+    best = direct.copy()
+    via_a = np.full(best.shape, -1, dtype=np.int64)
+    via_h = np.full(best.shape, -1, dtype=np.int64)
+    cols = np.arange(best.shape[1])
+    for _ in range(walks.PATH_STEPS // 2):
+        back, back_arg = walks._row_best(backward, best)
+        cand, arg = walks._row_best(forward, (1.0 - alpha) * back)
+        better = cand > best * (1.0 + 1e-12)
+        if not better.any():
+            break
+        best[better] = cand[better]
+        via_a[better] = arg[better]
+        via_h[better] = back_arg[arg, cols[None, :]][better]
+    return via_a, via_h
+
+
+def _walk_pointers_every_column(step, targets):
+    n, width = step.shape[0], len(targets)
+    cols = np.arange(width)
+    best = np.zeros((n, width))
+    best[list(targets), cols] = 1.0
+    nxt = np.full((n, width), -1, dtype=np.int64)
+    for _ in range(walks.PATH_STEPS):
+        cand, arg = walks._row_best(step, best)
+        better = cand > best * (1.0 + 1e-12)
+        better[list(targets), cols] = False
+        if not better.any():
+            break
+        best[better] = cand[better]
+        nxt[better] = arg[better]
+    return nxt
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_path_search_skips_only_settled_columns(seed):
+    """The strongest-path pointers recompute only the columns that improved in the last round: the same
+    pointers as recomputing every column (a settled column cannot improve)."""
+    names, edges = _random_graph(seed, n=90, density=0.05)
+    m = walks.walk_matrices(WeightedGraph(names, edges))
+    targets = list(range(0, 90, 4))
+    direct = m.forward.columns(targets)
+    ours = walks._salsa_pointers(m.forward, m.backward, 0.15, direct)
+    theirs = _pointers_every_column(m.forward, m.backward, 0.15, direct)
+    assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
+    step = m.forward.scale_rows(np.full(90, 0.85))
+    assert np.array_equal(walks._walk_pointers(step, targets), _walk_pointers_every_column(step, targets))

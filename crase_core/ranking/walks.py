@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 SCIPY_BLOCK_NNZ = 20_000
 
 
+#: a block product (an attribution's n × T) multiplies a dense copy of a matrix of at most this many cells
+#: (8 MB) holding at least one entry in ``DENSE_FILL`` of them: BLAS then beats a sparse product
+DENSE_CELLS = 1 << 20
+DENSE_FILL = 32
+
+
 def load_block_kernel() -> None:
     """Import ``scipy.sparse`` now, so that every block product (an attribution's, :meth:`SparseRows.dot`) uses
     its compiled CSR kernel, about 10× numpy's on the graphs a run ranks. A long-lived process (the explorer)
@@ -96,6 +102,7 @@ class SparseRows:
     indptr: np.ndarray
     _scipy: Any = field(default=None, repr=False, compare=False)
     _starts: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _dense: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_entries(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
@@ -134,6 +141,11 @@ class SparseRows:
             products *= self.data
             # float64 even for a matrix without entries (bincount of nothing gives integers)
             return np.bincount(self.rows, weights=products, minlength=self.shape[0]).astype(np.float64, copy=False)
+        if self.dense_is_faster():
+            if self._dense is None:
+                self._dense = np.zeros(self.shape)
+                self._dense[self.rows, self.indices] = self.data
+            return self._dense @ x
         if self.nnz >= SCIPY_BLOCK_NNZ or scipy_loaded():
             if self._scipy is None:
                 self._scipy = self.toscipy()
@@ -146,6 +158,12 @@ class SparseRows:
             products *= self.data[:, None]
             out[self._starts] = np.add.reduceat(products, self.indptr[self._starts], axis=0)
         return out
+
+    def dense_is_faster(self) -> bool:
+        """Whether a block product is faster with the matrix stored dense (BLAS): at most :data:`DENSE_CELLS`
+        cells and at least one entry in :data:`DENSE_FILL` of them (a ranked graph of a few hundred papers)."""
+        cells = self.shape[0] * self.shape[1]
+        return 0 < cells <= DENSE_CELLS and self.nnz * DENSE_FILL >= cells
 
     def transpose(self) -> SparseRows:
         # entries are sorted by row already: a stable sort by column gives (column, row) order
@@ -525,14 +543,21 @@ def _walk_pointers(step: SparseRows, targets: Sequence[int]) -> np.ndarray:
     best = np.zeros((n, width))
     best[list(targets), cols] = 1.0
     nxt = np.full((n, width), -1, dtype=np.int64)
+    active = cols  # a column that did not improve in a round cannot improve in the next
     for _ in range(PATH_STEPS):
-        cand, arg = _row_best(step, best)
-        better = cand > best * (1.0 + 1e-12)
-        better[list(targets), cols] = False
-        if not better.any():
+        now = best[:, active]
+        cand, arg = _row_best(step, now)
+        better = cand > now * (1.0 + 1e-12)
+        better[np.asarray(targets)[active], np.arange(active.size)] = False
+        changed = better.any(axis=0)
+        if not changed.any():
             break
-        best[better] = cand[better]
-        nxt[better] = arg[better]
+        now[better] = cand[better]
+        best[:, active] = now
+        block = nxt[:, active]
+        block[better] = arg[better]
+        nxt[:, active] = block
+        active = active[changed]
     return nxt
 
 
@@ -589,16 +614,23 @@ def _salsa_pointers(forward: SparseRows, backward: SparseRows, alpha: float,
     best = direct.copy()
     via_a = np.full(best.shape, -1, dtype=np.int64)
     via_h = np.full(best.shape, -1, dtype=np.int64)
-    cols = np.arange(best.shape[1])
+    active = np.arange(best.shape[1])  # a column that did not improve in a round cannot improve in the next
     for _ in range(PATH_STEPS // 2):
-        back, back_arg = _row_best(backward, best)  # authority a: its best citer h to go on from
+        now = best[:, active]
+        back, back_arg = _row_best(backward, now)  # authority a: its best citer h to go on from
         cand, arg = _row_best(forward, (1.0 - alpha) * back)
-        better = cand > best * (1.0 + 1e-12)
-        if not better.any():
+        better = cand > now * (1.0 + 1e-12)
+        changed = better.any(axis=0)
+        if not changed.any():
             break
-        best[better] = cand[better]
-        via_a[better] = arg[better]
-        via_h[better] = back_arg[arg, cols[None, :]][better]
+        now[better] = cand[better]
+        best[:, active] = now
+        hubs = back_arg[arg, np.arange(active.size)[None, :]]
+        for dest, src in ((via_a, arg), (via_h, hubs)):
+            block = dest[:, active]
+            block[better] = src[better]
+            dest[:, active] = block
+        active = active[changed]
     return via_a, via_h
 
 
