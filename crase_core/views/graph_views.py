@@ -519,18 +519,26 @@ def communities(trace: RunTrace, *, min_size: int = 3, resolution: float = 1.0) 
     """
     import networkx as nx
 
-    g = nx.Graph()
     kept = [n.paper.id for n in trace.nodes if n.kept]
-    g.add_nodes_from(kept)
-    for e in trace.edges:
-        if e.kept and e.citing != e.cited and e.citing in g and e.cited in g:
-            w = max(e.delta, 0.05) + (g[e.citing][e.cited]["weight"] if g.has_edge(e.citing, e.cited) else 0.0)
-            g.add_edge(e.citing, e.cited, weight=w)
-    connected = [p for p in kept if g.degree(p) > 0]
     order = {p: i for i, p in enumerate(kept)}
+    # the undirected kept graph as {(i, j): weight}, i < j the papers' places in ``kept``: parallel and opposite
+    # edges add their weights
+    weights: dict[tuple[int, int], float] = {}
+    for e in trace.edges:
+        i, j = order.get(e.citing), order.get(e.cited)
+        if e.kept and i is not None and j is not None and i != j:
+            pair = (i, j) if i < j else (j, i)
+            weights[pair] = max(e.delta, 0.05) + weights.get(pair, 0.0)
+    g: dict[str, dict[str, float]] = {}  # paper → its neighbours and the edge weights
+    for (i, j), w in weights.items():
+        g.setdefault(kept[i], {})[kept[j]] = w
+        g.setdefault(kept[j], {})[kept[i]] = w
     # in a fixed order and on integer labels: Louvain walks the graph's nodes and sets of them, whose order for
-    # text ids changes with Python's hash seed (the same export drew other clusters); integers hash alike
-    numbered = nx.relabel_nodes(ordered_subgraph(g, connected), order)
+    # text ids changes with Python's hash seed (the same export drew other clusters); integers hash alike.
+    # Nodes and edges in ``kept``'s order (as :func:`ordered_subgraph` orders them)
+    numbered = nx.Graph()
+    numbered.add_nodes_from(order[p] for p in kept if p in g)
+    numbered.add_weighted_edges_from((i, j, weights[i, j]) for i, j in sorted(weights))
     found = nx.community.louvain_communities(numbered, weight="weight", resolution=resolution, seed=7)
     parts = sorted((sorted((kept[i] for i in c), key=order.__getitem__) for c in found),
                    key=lambda c: (-len(c), order[c[0]]))
@@ -543,7 +551,7 @@ def communities(trace: RunTrace, *, min_size: int = 3, resolution: float = 1.0) 
         for p in c:
             for q in g[p]:
                 if q in of:
-                    ties[of[q]] += g[p][q]["weight"]
+                    ties[of[q]] += g[p][q]
         target = max(ties, key=lambda k: (ties[k], -k)) if ties else NOT_CONNECTED
         of.update({p: target for p in c})
     for n in trace.nodes:
