@@ -547,7 +547,7 @@ def communities(trace: RunTrace, *, min_size: int = 3, resolution: float = 1.0) 
     for c in parts[len(big):]:
         if c in big:
             continue
-        ties = Counter({of[q]: 0.0 for p in c for q in g[p] if q in of})
+        ties: dict[int, float] = {of[q]: 0.0 for p in c for q in g[p] if q in of}
         for p in c:
             for q in g[p]:
                 if q in of:

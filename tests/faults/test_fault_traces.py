@@ -118,6 +118,28 @@ def test_non_finite_number_in_a_trace(capsys, tmp_path, good, number):
         f"not a valid Crase trace: the number {number} is not finite (a trace holds finite numbers only)"
 
 
+@pytest.mark.parametrize("number", ["1e999", "-1E+400"])
+@pytest.mark.fault_kind("trace-non-finite")
+def test_non_finite_number_deep_in_a_trace(capsys, tmp_path, good, number):
+    """A number that reads as infinite inside an edge's matrix (the fast parser reads it, validation refuses it):
+    the same message, naming the number as written."""
+    data = _data(good)
+    edge = next(e for e in data["edges"] if e["matrix"] and e["matrix"][0])
+    edge["matrix"][0][0] = 12345.678
+    p = tmp_path / "deep.json"
+    p.write_text(json.dumps(data).replace("12345.678", number, 1), encoding="utf-8")
+    assert one_error(_show(capsys, p)) == \
+        f"not a valid Crase trace: the number {number} is not finite (a trace holds finite numbers only)"
+
+
+def test_a_title_the_fast_parser_refuses_loads_as_json_reads_it(good, tmp_path):
+    """An escaped lone surrogate in a title: pydantic's JSON parser refuses it, ``json`` reads it; the trace loads."""
+    data = _data(good)
+    data["nodes"][0]["paper"]["title"] = "PLACEHOLDER"
+    text = json.dumps(data).replace("PLACEHOLDER", "A \\ud800 title", 1)
+    assert trace_io.loads(text).nodes[0].paper.title == "A \ud800 title"
+
+
 @pytest.mark.fault_kind("trace-over-cap")
 def test_trace_over_the_size_cap_is_refused_without_reading(capsys, tmp_path):
     p = tmp_path / "huge.json"
