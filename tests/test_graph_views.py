@@ -238,6 +238,27 @@ def test_bends_go_around_papers_and_pull_reverse_edges_apart():
     assert math.hypot(mid_bd[0] - mid_db[0], mid_bd[1] - mid_db[1]) > 2 * V.MIDPOINT_CLEARANCE
 
 
+def test_a_view_with_its_pruned_edges_bends_its_kept_ones_as_the_view_without():
+    """The kept edges are bent first, so showing the pruned edges moves no kept edge; the view with them goes on
+    from where the view without them ended (``states``), with the bends a fresh choice gives."""
+    names = [chr(ord("a") + i) for i in range(9)]
+    pos = {p: (100.0 * (i % 3), 100.0 * (i // 3)) for i, p in enumerate(names)}
+    links = [("a", "c"), ("a", "i"), ("c", "g"), ("b", "h"), ("d", "f"), ("g", "c"), ("a", "e"), ("i", "a")]
+    trace = hand_trace([(p, p.upper(), 2000) for p in names], [(u, v, 1.0) for u, v in links],
+                       pruned={("a", "c"), ("d", "f")})  # a pruned edge first in the list, and one amid them
+    kept = [e for e in trace.edges if e.kept]
+    sizes = dict.fromkeys(pos, 10.0)
+    fresh = V.edge_bends(pos, sizes, trace.edges)
+    states: list[V.BendState] = []
+    alone = V.edge_bends(pos, sizes, kept, states)
+    assert len(states) == 1 and len(states[0].key) == len(kept)
+    assert V.edge_bends(pos, sizes, trace.edges, states) == fresh
+    assert {k: fresh[k] for k in alone} == alone
+    assert fresh["a->c"] != 0.0  # the pruned a→c still goes around b
+    bigger = dict.fromkeys(pos, 30.0)  # other papers' sizes: nothing to go on from
+    assert V.edge_bends(pos, bigger, trace.edges, states) == V.edge_bends(pos, bigger, trace.edges)
+
+
 def test_curve_points_are_the_scripts_quadratic():
     assert V.curve_points((0, 0), (100, 0), 0.0, 3) == [(0.0, 0.0), (50.0, 0.0), (100.0, 0.0)]
     # control point 0.2 × 100 to the left of →x on a y-down canvas (negative y); the curve's middle halfway there

@@ -106,6 +106,31 @@ class Layout:
     groups: dict[str, int] = field(default_factory=dict)
     #: the bends of edge lists drawn over these positions (:func:`edge_bends`), by the edges' ids in order
     bends: dict[tuple[str, ...], dict[str, float]] = field(default_factory=dict, repr=False, compare=False)
+    #: where :func:`edge_bends` ended on these positions: a view with its pruned edges goes on from its kept ones
+    bend_states: list[BendState] = field(default_factory=list, repr=False, compare=False)
+
+
+@dataclass
+class BendState:
+    """The curves :func:`edge_bends` chose for a run of edges over some papers, to go on from: the papers and
+    their radii, the edges in the order chosen (id, whether its reverse is drawn too), their bends, and the
+    chosen curves' segments, boxes and midpoints."""
+
+    papers: tuple[str, ...]
+    radii: Any
+    key: tuple[tuple[str, bool], ...]
+    bends: dict[str, float]
+    seg_a: Any
+    seg_b: Any
+    seg_lo: Any
+    seg_hi: Any
+    mids: Any
+
+    def continues(self, papers: tuple[str, ...], radii: Any, key: tuple[tuple[str, bool], ...]) -> bool:
+        """Whether a choice over ``papers`` (with ``radii``) of the edges ``key`` begins with this one's."""
+        import numpy as np
+
+        return (self.papers == papers and key[:len(self.key)] == self.key and np.array_equal(self.radii, radii))
 
 
 @dataclass
@@ -895,8 +920,11 @@ def bend_curves(p: tuple[float, float], q: tuple[float, float], bends: Sequence[
 
 
 def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float],
-               edges: Sequence[EdgeRecord]) -> dict[str, float]:
-    """edge id → bend (see :func:`curve_points`), chosen edge by edge in ``edges`` order: the first of
+               edges: Sequence[EdgeRecord], states: list[BendState] | None = None) -> dict[str, float]:
+    """edge id → bend (see :func:`curve_points`), chosen edge by edge, the kept edges first (in ``edges`` order),
+    then the pruned ones — so a view shown with its pruned edges bends its kept edges as the view without them
+    (``states``: where earlier calls over the same positions ended; a call goes on from the longest that its
+    papers and edges begin with, and adds its own). An edge takes the first of
     :data:`BENDS` (:data:`REVERSE_BENDS` for an edge whose reverse is drawn too: the two bow apart) whose curve
     passes no paper it does not touch closer than :data:`NODE_CLEARANCE` and whose midpoint keeps
     :data:`MIDPOINT_CLEARANCE` from the curves already chosen (as theirs from it) — so each edge has a middle
@@ -919,6 +947,19 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
     seg_lo, seg_hi = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # and their boxes
     mids = np.zeros((len(edges), 2))
     out: dict[str, float] = {}
+    drawn = [e for e in edges if e.citing in index and e.cited in index and e.citing != e.cited]
+    drawn = [e for e in drawn if e.kept] + [e for e in drawn if not e.kept]
+    reverse = [(e.cited, e.citing) in present for e in drawn]
+    key = tuple((edge_id(e), r) for e, r in zip(drawn, reverse, strict=True))
+    on = tuple(ids)
+    start = max((st for st in states or () if st.continues(on, rad, key)), key=lambda st: len(st.key),
+                default=None)
+    begin = 0
+    if start is not None:
+        begin = len(start.key)
+        out.update(start.bends)
+        seg_a[:begin * step], seg_b[:begin * step] = start.seg_a, start.seg_b
+        seg_lo[:begin * step], seg_hi[:begin * step], mids[:begin] = start.seg_lo, start.seg_hi, start.mids
     # Only what lies near a curve can decide: a paper closer than its radius lies within ``reach`` of the curve's
     # box, a segment or midpoint within MIDPOINT_CLEARANCE; what lies further only adds values that are not
     # read (a clear curve's exact clearance, room beyond MIDPOINT_CLEARANCE), so each choice is the one the
@@ -941,15 +982,15 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
         return np.minimum(_to_segments_each(curves[:, len(curves[0]) // 2], a[seg_near], b[seg_near]),
                           _clearances(curves, m[mid_near], np.zeros(int(mid_near.sum()))))
 
-    drawn = [e for e in edges if e.citing in index and e.cited in index and e.citing != e.cited]
-    bends_of = [REVERSE_BENDS if (e.cited, e.citing) in present else BENDS for e in drawn]
-    curves_of = [bend_curves(positions[e.citing], positions[e.cited], b) for e, b in zip(drawn, bends_of, strict=True)]
-    touching_of = [[index[e.citing], index[e.cited]] for e in drawn]
+    todo = drawn[begin:]
+    bends_of = [REVERSE_BENDS if r else BENDS for r in reverse[begin:]]
+    curves_of = [bend_curves(positions[e.citing], positions[e.cited], b) for e, b in zip(todo, bends_of, strict=True)]
+    touching_of = [[index[e.citing], index[e.cited]] for e in todo]
     # most edges take their first bend: whether it clears the papers, for every edge at once; ``done``: the curves
     # chosen so far (their segments and midpoints fill the arrays' heads)
     first_clear = _first_bend_clear(curves_of, touching_of, xy, rad)
     for done, (e, bends, curves, touching, clear_first) in enumerate(
-            zip(drawn, bends_of, curves_of, touching_of, first_clear, strict=True)):
+            zip(todo, bends_of, curves_of, touching_of, first_clear, strict=True), begin):
         first = curves[:1]
         first_room = room(first, first.min(axis=(0, 1)), first.max(axis=(0, 1)), done) if clear_first else None
         if first_room is not None and first_room[0] >= MIDPOINT_CLEARANCE:
@@ -967,6 +1008,10 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
         np.minimum(pts[:-1], pts[1:], out=seg_lo[done * step:(done + 1) * step])
         np.maximum(pts[:-1], pts[1:], out=seg_hi[done * step:(done + 1) * step])
         mids[done] = pts[len(pts) // 2]
+    if states is not None:
+        n = len(drawn) * step
+        states.append(BendState(on, rad, key, dict(out), seg_a[:n].copy(), seg_b[:n].copy(), seg_lo[:n].copy(),
+                                seg_hi[:n].copy(), mids[:len(drawn)].copy()))
     return out
 
 
@@ -1198,7 +1243,7 @@ def run_view(
     drawn = tuple(edge_id(e) for e in view.edges)  # a view with and without pruned edges often draws the same
     bends = lay.bends.get(drawn)
     if bends is None:
-        bends = lay.bends[drawn] = edge_bends(lay.positions, sizes, view.edges)
+        bends = lay.bends[drawn] = edge_bends(lay.positions, sizes, view.edges, lay.bend_states)
     return RunView(layout, view, draw_nodes(trace, view, lay.positions, lay.groups, labels),
                    draw_edges(trace, view, bends, labels, index.tips if index is not None and labels_given else None),
                    lay.axis, lay.captions, legend_items(trace, view))
