@@ -132,6 +132,7 @@ def test_non_finite_number_deep_in_a_trace(capsys, tmp_path, good, number):
         f"not a valid Crase trace: the number {number} is not finite (a trace holds finite numbers only)"
 
 
+@pytest.mark.fault_kind("trace-text-the-fast-parser-refuses")
 def test_a_title_the_fast_parser_refuses_loads_as_json_reads_it(good, tmp_path):
     """An escaped lone surrogate in a title: pydantic's JSON parser refuses it, ``json`` reads it; the trace loads."""
     data = _data(good)
