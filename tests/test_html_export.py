@@ -43,6 +43,21 @@ def test_script_json_cannot_close_the_script_element():
     assert json.loads(text) == {"t": "</script><script>alert(1)</script> & \u2028 <!--"}
 
 
+@pytest.mark.parametrize("value", [{"t": "NaN and Infinity in a title", "x": [0.00001, 1e20, -0.0]},
+                                   {"t": "lone \ud800 surrogate"}, {"t": "ä ∂ \u2029"}, {3: [1, 2]}])
+def test_script_json_reads_back_as_json_writes_it(value):
+    """Whichever serializer writes it, the page reads the same data back."""
+    text = script_json(value)
+    assert json.loads(text) == json.loads(json.dumps(value))
+    assert "<" not in text and "\u2029" not in text
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf")])
+def test_script_json_refuses_a_number_that_is_not_finite(number):
+    with pytest.raises(ValueError):
+        script_json({"x": [1.0, number]})
+
+
 def test_html_is_self_contained_and_escaped(hostile_trace):
     page = to_html(hostile_trace)
     vis_js = (graph_component_dir() / "vis-network.min.js").read_text(encoding="utf-8")

@@ -58,8 +58,19 @@ NODE_PLACEMENT = ("x", "y", "size", "pri", "group")  # what a paper's record hol
 
 
 def script_json(data: object) -> str:
-    """``data`` as JSON that is safe inside an HTML ``<script>`` element (no ``<``, ``>``, ``&``, U+2028/9)."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """``data`` as JSON that is safe inside an HTML ``<script>`` element (no ``<``, ``>``, ``&``, U+2028/9).
+
+    Written by pydantic's serializer (about twice as fast as ``json`` for a run's views); what it cannot write
+    (a lone surrogate) and text holding ``NaN`` or ``Infinity`` go to ``json``, which refuses a number that is
+    not finite (ValueError) and writes the rest."""
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        text: str | None = to_json(data, inf_nan_mode="constants").decode("utf-8")
+    except PydanticSerializationError:
+        text = None
+    if text is None or "NaN" in text or "Infinity" in text:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for c, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(c, esc)
     return text
