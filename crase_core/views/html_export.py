@@ -477,7 +477,7 @@ function start(D) {
     papers.value = state.papers;
     if (state.focus) focusSel.value = state.focus;
     document.getElementById("viewNote").textContent = r.nodes.length + " papers \u00b7 " + r.edges.length + " edges" +
-      (r.hidden ? " \u00b7 " + r.hidden + " pruned edges hidden" : "") + (r.note ? " \u00b7 " + r.note : "");
+      (r.hidden ? " \u00b7 " + r.hidden + (r.hidden === 1 ? " pruned edge hidden" : " pruned edges hidden") : "") + (r.note ? " \u00b7 " + r.note : "");
     graph.select(current);
   }
   var current = null;

@@ -73,6 +73,9 @@ def test_the_default_view_is_the_apps(exported):
     assert {e["id"]: e["bend"] for e in got["edges"]} == {e["id"]: e["bend"] for e in want.edges}
     drawn = [b for b in page.evaluate(f"() => {GRAPH}.labels") if not b["caption"]]
     assert len(drawn) >= 15
+    hidden, note = want.as_dict()["hidden"], page.locator("#viewNote").inner_text()
+    assert f"{len(want.nodes)} papers · {len(want.edges)} edges" in note
+    assert (f"{hidden} pruned edge{'' if hidden == 1 else 's'} hidden" in note) if hidden else "hidden" not in note
 
 
 def test_hover_and_click_name_the_same_item_at_random_edges_and_papers(exported):
