@@ -543,22 +543,27 @@ def _walk_pointers(step: SparseRows, targets: Sequence[int]) -> np.ndarray:
     best = np.zeros((n, width))
     best[list(targets), cols] = 1.0
     nxt = np.full((n, width), -1, dtype=np.int64)
+    target_rows = np.asarray(targets, dtype=np.int64)
     active = cols  # a column that did not improve in a round cannot improve in the next
     for _ in range(PATH_STEPS):
         now = best[:, active]
         cand, arg = _row_best(step, now)
         better = cand > now * (1.0 + 1e-12)
-        better[np.asarray(targets)[active], np.arange(active.size)] = False
+        better[target_rows[active], np.arange(active.size)] = False
         changed = better.any(axis=0)
         if not changed.any():
             break
-        now[better] = cand[better]
-        best[:, active] = now
-        block = nxt[:, active]
-        block[better] = arg[better]
-        nxt[:, active] = block
+        _put_where(best, active, better, cand)
+        _put_where(nxt, active, better, arg)
         active = active[changed]
     return nxt
+
+
+def _put_where(dest: np.ndarray, active: np.ndarray, better: np.ndarray, values: np.ndarray) -> None:
+    """``dest[:, active]`` takes ``values`` where ``better`` (both over the active columns only), in place."""
+    block = dest[:, active]
+    block[better] = values[better]
+    dest[:, active] = block
 
 
 def _follow(step: SparseRows, nxt: np.ndarray, source: int, target: int) -> tuple[list[int], float] | None:
@@ -623,13 +628,9 @@ def _salsa_pointers(forward: SparseRows, backward: SparseRows, alpha: float,
         changed = better.any(axis=0)
         if not changed.any():
             break
-        now[better] = cand[better]
-        best[:, active] = now
-        hubs = back_arg[arg, np.arange(active.size)[None, :]]
-        for dest, src in ((via_a, arg), (via_h, hubs)):
-            block = dest[:, active]
-            block[better] = src[better]
-            dest[:, active] = block
+        _put_where(best, active, better, cand)
+        _put_where(via_a, active, better, arg)
+        _put_where(via_h, active, better, back_arg[arg, np.arange(active.size)[None, :]])
         active = active[changed]
     return via_a, via_h
 
