@@ -111,20 +111,76 @@ class Layout:
 
 
 @dataclass
-class BendState:
-    """The curves :func:`edge_bends` chose for a run of edges over some papers, to go on from: the papers and
-    their radii, the edges in the order chosen (id, whether its reverse is drawn too), their bends, and the
-    chosen curves' segments, boxes and midpoints."""
+class ChosenCurves:
+    """The curves :func:`edge_bends` has chosen, in order: each one's segments (``seg_a`` → ``seg_b``,
+    BEND_SAMPLES − 1 per curve), their boxes (``seg_lo``–``seg_hi``) and its midpoint; ``count`` of them so far
+    in arrays with room for more."""
 
-    papers: tuple[str, ...]
-    radii: Any
-    key: tuple[tuple[str, bool], ...]
-    bends: dict[str, float]
     seg_a: Any
     seg_b: Any
     seg_lo: Any
     seg_hi: Any
     mids: Any
+    count: int = 0
+
+    @classmethod
+    def with_room(cls, capacity: int, head: ChosenCurves | None = None) -> ChosenCurves:
+        """Room for ``capacity`` curves, beginning with ``head``'s."""
+        import numpy as np
+
+        n = capacity * (BEND_SAMPLES - 1)
+        out = cls(np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((capacity, 2)))
+        if head is not None:
+            k = head.count * (BEND_SAMPLES - 1)
+            out.seg_a[:k], out.seg_b[:k], out.seg_lo[:k], out.seg_hi[:k] = head.seg_a, head.seg_b, head.seg_lo, head.seg_hi
+            out.mids[:head.count], out.count = head.mids, head.count
+        return out
+
+    def add(self, pts: Any) -> None:
+        """Append the curve through the points ``pts`` (BEND_SAMPLES × 2)."""
+        import numpy as np
+
+        at = slice(self.count * (BEND_SAMPLES - 1), (self.count + 1) * (BEND_SAMPLES - 1))
+        self.seg_a[at], self.seg_b[at] = pts[:-1], pts[1:]
+        np.minimum(pts[:-1], pts[1:], out=self.seg_lo[at])
+        np.maximum(pts[:-1], pts[1:], out=self.seg_hi[at])
+        self.mids[self.count] = pts[len(pts) // 2]
+        self.count += 1
+
+    def room(self, curves: Any, lo: Any, hi: Any) -> Any:
+        """Each of ``curves``' room from the curves chosen (its midpoint from their segments, their midpoints
+        from it), looking only near its box ``lo``–``hi``: what lies further than MIDPOINT_CLEARANCE only
+        adds room that is not read."""
+        import numpy as np
+
+        if not self.count:
+            return np.full(len(curves), math.inf)
+        k = self.count * (BEND_SAMPLES - 1)
+        seg_near = ((self.seg_lo[:k] <= hi + MIDPOINT_CLEARANCE).all(axis=1)
+                    & (self.seg_hi[:k] >= lo - MIDPOINT_CLEARANCE).all(axis=1))
+        m = self.mids[:self.count]
+        mid_near = _within(m, lo - MIDPOINT_CLEARANCE, hi + MIDPOINT_CLEARANCE)
+        return np.minimum(_to_segments_each(curves[:, len(curves[0]) // 2], self.seg_a[:k][seg_near],
+                                            self.seg_b[:k][seg_near]),
+                          _clearances(curves, m[mid_near], np.zeros(int(mid_near.sum()))))
+
+    def head(self) -> ChosenCurves:
+        """A copy of the curves chosen so far (no spare room)."""
+        k = self.count * (BEND_SAMPLES - 1)
+        return ChosenCurves(self.seg_a[:k].copy(), self.seg_b[:k].copy(), self.seg_lo[:k].copy(),
+                            self.seg_hi[:k].copy(), self.mids[:self.count].copy(), self.count)
+
+
+@dataclass
+class BendState:
+    """Where :func:`edge_bends` ended, to go on from: the papers and their radii, the edges in the order chosen
+    (id, whether its reverse is drawn too), their bends, and the curves chosen."""
+
+    papers: tuple[str, ...]
+    radii: Any
+    key: tuple[tuple[str, bool], ...]
+    bends: dict[str, float]
+    chosen: ChosenCurves
 
     def continues(self, papers: tuple[str, ...], radii: Any, key: tuple[tuple[str, bool], ...]) -> bool:
         """Whether a choice over ``papers`` (with ``radii``) of the edges ``key`` begins with this one's."""
@@ -942,11 +998,6 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
     rad = np.array([sizes[p] for p in ids], dtype=float) + NODE_CLEARANCE
     reach = float(rad.max())
     index = {p: i for i, p in enumerate(ids)}
-    step = BEND_SAMPLES - 1
-    seg_a, seg_b = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # the chosen curves' segments
-    seg_lo, seg_hi = np.zeros((len(edges) * step, 2)), np.zeros((len(edges) * step, 2))  # and their boxes
-    mids = np.zeros((len(edges), 2))
-    out: dict[str, float] = {}
     drawn = [e for e in edges if e.citing in index and e.cited in index and e.citing != e.cited]
     drawn = [e for e in drawn if e.kept] + [e for e in drawn if not e.kept]
     reverse = [(e.cited, e.citing) in present for e in drawn]
@@ -954,64 +1005,39 @@ def edge_bends(positions: dict[str, tuple[float, float]], sizes: dict[str, float
     on = tuple(ids)
     start = max((st for st in states or () if st.continues(on, rad, key)), key=lambda st: len(st.key),
                 default=None)
-    begin = 0
-    if start is not None:
-        begin = len(start.key)
-        out.update(start.bends)
-        seg_a[:begin * step], seg_b[:begin * step] = start.seg_a, start.seg_b
-        seg_lo[:begin * step], seg_hi[:begin * step], mids[:begin] = start.seg_lo, start.seg_hi, start.mids
-    # Only what lies near a curve can decide: a paper closer than its radius lies within ``reach`` of the curve's
-    # box, a segment or midpoint within MIDPOINT_CLEARANCE; what lies further only adds values that are not
-    # read (a clear curve's exact clearance, room beyond MIDPOINT_CLEARANCE), so each choice is the one the
-    # whole sets give.
+    chosen = ChosenCurves.with_room(len(drawn), start.chosen if start is not None else None)
+    out: dict[str, float] = dict(start.bends) if start is not None else {}
 
     def papers_clear(curves: Any, lo: Any, hi: Any, touching: list[int]) -> Any:
-        """Each curve's clearance from the papers not in ``touching`` (near its box ``lo``–``hi``)."""
+        """Each curve's clearance from the papers not in ``touching`` (only those near its box ``lo``–``hi``: a
+        paper closer than its radius lies within ``reach`` of it; one further only adds a value not read)."""
         near = _within(xy, lo - reach, hi + reach)
         near[touching] = False
         return _clearances(curves, xy[near], rad[near])
 
-    def room(curves: Any, lo: Any, hi: Any, done: int) -> Any:
-        """Each curve's room from the ``done`` curves chosen before (near its box ``lo``–``hi``)."""
-        if not done:
-            return np.full(len(curves), math.inf)
-        a, b, m = seg_a[:done * step], seg_b[:done * step], mids[:done]
-        seg_near = ((seg_lo[:done * step] <= hi + MIDPOINT_CLEARANCE).all(axis=1)
-                    & (seg_hi[:done * step] >= lo - MIDPOINT_CLEARANCE).all(axis=1))
-        mid_near = _within(m, lo - MIDPOINT_CLEARANCE, hi + MIDPOINT_CLEARANCE)
-        return np.minimum(_to_segments_each(curves[:, len(curves[0]) // 2], a[seg_near], b[seg_near]),
-                          _clearances(curves, m[mid_near], np.zeros(int(mid_near.sum()))))
-
-    todo = drawn[begin:]
-    bends_of = [REVERSE_BENDS if r else BENDS for r in reverse[begin:]]
+    todo = drawn[chosen.count:]
+    bends_of = [REVERSE_BENDS if r else BENDS for r in reverse[chosen.count:]]
     curves_of = [bend_curves(positions[e.citing], positions[e.cited], b) for e, b in zip(todo, bends_of, strict=True)]
     touching_of = [[index[e.citing], index[e.cited]] for e in todo]
-    # most edges take their first bend: whether it clears the papers, for every edge at once; ``done``: the curves
-    # chosen so far (their segments and midpoints fill the arrays' heads)
+    # most edges take their first bend: whether it clears the papers, for every edge at once
     first_clear = _first_bend_clear(curves_of, touching_of, xy, rad)
-    for done, (e, bends, curves, touching, clear_first) in enumerate(
-            zip(todo, bends_of, curves_of, touching_of, first_clear, strict=True), begin):
+    for e, bends, curves, touching, clear_first in zip(todo, bends_of, curves_of, touching_of, first_clear,
+                                                        strict=True):
         first = curves[:1]
-        first_room = room(first, first.min(axis=(0, 1)), first.max(axis=(0, 1)), done) if clear_first else None
+        first_room = chosen.room(first, first.min(axis=(0, 1)), first.max(axis=(0, 1))) if clear_first else None
         if first_room is not None and first_room[0] >= MIDPOINT_CLEARANCE:
-            chosen = (bends[0], 0.0, float(first_room[0]), curves[0])
+            pick = (bends[0], 0.0, float(first_room[0]), curves[0])
         else:
             lo, hi = curves.min(axis=(0, 1)), curves.max(axis=(0, 1))
-            papers, rooms = papers_clear(curves, lo, hi, touching), room(curves, lo, hi, done)
+            papers, rooms = papers_clear(curves, lo, hi, touching), chosen.room(curves, lo, hi)
             options = [(bend, float(papers[i]), float(rooms[i]), curves[i]) for i, bend in enumerate(bends)]
             clear = [o for o in options if o[1] >= 0]
-            chosen = (next((o for o in clear if o[2] >= MIDPOINT_CLEARANCE), None)
-                      or (max(clear, key=lambda o: o[2]) if clear else max(options, key=lambda o: o[1])))
-        out[edge_id(e)] = chosen[0]
-        pts = chosen[3]
-        seg_a[done * step:(done + 1) * step], seg_b[done * step:(done + 1) * step] = pts[:-1], pts[1:]
-        np.minimum(pts[:-1], pts[1:], out=seg_lo[done * step:(done + 1) * step])
-        np.maximum(pts[:-1], pts[1:], out=seg_hi[done * step:(done + 1) * step])
-        mids[done] = pts[len(pts) // 2]
+            pick = (next((o for o in clear if o[2] >= MIDPOINT_CLEARANCE), None)
+                    or (max(clear, key=lambda o: o[2]) if clear else max(options, key=lambda o: o[1])))
+        out[edge_id(e)] = pick[0]
+        chosen.add(pick[3])
     if states is not None:
-        n = len(drawn) * step
-        states.append(BendState(on, rad, key, dict(out), seg_a[:n].copy(), seg_b[:n].copy(), seg_lo[:n].copy(),
-                                seg_hi[:n].copy(), mids[:len(drawn)].copy()))
+        states.append(BendState(on, rad, key, dict(out), chosen.head()))
     return out
 
 
