@@ -158,3 +158,13 @@ def choose_option(page: Any, box: Any, option: str, tries: int = 4) -> None:
             continue
         wanted.click()
         return
+
+
+def settled(page: Any, timeout: float = 60_000) -> None:
+    """Wait until the page's script run has finished drawing: Streamlit keeps the previous run's elements on the
+    page (``data-stale="true"``) until the new run replaces them, and shows its running icon meanwhile, so text
+    read before then can mix the two runs."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-stale=\"true\"]')"
+        " && !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')",
+        timeout=timeout)

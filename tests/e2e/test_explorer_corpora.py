@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from e2e_support import ROOT, SHOTS, choose_option, skip_without_browser, streamlit_app
+from e2e_support import ROOT, SHOTS, choose_option, settled, skip_without_browser, streamlit_app
 
 skip_without_browser()
 
@@ -103,6 +103,9 @@ def test_import_a_corpus_from_the_app(context, embedded_app, tmp_path, cache_dir
         page.get_by_text(f"Try a demo query on {NAME}").wait_for(timeout=300_000)
     finally:
         page.screenshot(path=str(SHOTS / "pass4_import_done.png"), full_page=True)
+    # the import reruns the page: read it once that run has drawn everything (its corpus expander included)
+    page.get_by_text(f"Corpus: {NAME} — import or embed").wait_for(timeout=60_000)
+    settled(page)
     assert _corpus_shown(page) == NAME
     folder = corpora.corpora_folder(cache_dir) / NAME
     assert corpora.is_corpus_folder(folder)
@@ -169,7 +172,7 @@ def test_started_on_an_imported_corpus_no_page_says_hep_th(context, tmp_path_fac
                 _open_page(page, title)
             if title not in ("Search", "Runs"):
                 page.get_by_text(f"source local:{MINE}@").first.wait_for(timeout=60_000)
-            page.wait_for_timeout(1000)
+            settled(page)
             text = _main_text(page)
             assert "hep-th" not in text.lower(), title
             assert _corpus_shown(page) == MINE, title
@@ -179,6 +182,7 @@ def test_started_on_an_imported_corpus_no_page_says_hep_th(context, tmp_path_fac
         page.get_by_role("link", name="Search").click()
         page.get_by_text("Run settings").first.click()
         page.wait_for_timeout(800)
+        settled(page)
         assert page.locator(".st-key-rt_source input").input_value() == f"Local corpus: {MINE} (offline)"
         assert "hep-th" not in _main_text(page).lower()
         page.screenshot(path=str(SHOTS / "pass4_imported_run_settings.png"))
