@@ -85,6 +85,20 @@ def scipy_loaded() -> bool:
     return "scipy.sparse" in sys.modules
 
 
+@functools.cache
+def _csr_matvec() -> Callable[..., None]:
+    """scipy's compiled y += A·x for a CSR matrix A (the kernel behind ``csr_matrix @ x``), or, where a scipy
+    release no longer has it there, the same product through the public operator."""
+    try:
+        from scipy.sparse._sparsetools import csr_matvec
+    except ImportError:  # pragma: no cover - every scipy this project installs has it
+        import scipy.sparse as sp
+
+        def csr_matvec(n_row, n_col, indptr, indices, data, x, y):
+            y += sp.csr_matrix((data, indices, indptr), shape=(n_row, n_col)) @ x
+    return csr_matvec
+
+
 @dataclass
 class SparseRows:
     """An n × m sparse matrix in CSR form over plain numpy arrays: entries sorted by (row, column), no
@@ -128,24 +142,38 @@ class SparseRows:
     def nnz(self) -> int:
         return int(self.data.size)
 
-    def dot(self, x: np.ndarray) -> np.ndarray:
+    def dot(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The product with a vector (each row's products added in column order, as scipy does: with scipy's
         kernel once scipy is loaded, the same bits) or with an n × T block (with scipy's product from
-        :data:`SCIPY_BLOCK_NNZ` entries, or once scipy is loaded: :func:`load_block_kernel`)."""
+        :data:`SCIPY_BLOCK_NNZ` entries, or once scipy is loaded: :func:`load_block_kernel`). With ``out`` (a
+        C-contiguous float64 array of the result's shape, not ``x``) the product is written there and returned."""
+        if x.ndim == 1 and scipy_loaded():
+            # scipy's CSR kernel straight into the result (what ``csr_matrix @ x`` calls, without its checks)
+            result = np.zeros(self.shape[0]) if out is None else out
+            if out is not None:
+                result.fill(0.0)
+            _csr_matvec()(self.shape[0], self.shape[1], self.indptr, self.indices, self.data,
+                          np.ascontiguousarray(x, dtype=np.float64), result)
+            return result
+        if x.ndim != 1 and self.dense_is_faster():
+            if self._dense is None:
+                self._dense = np.zeros(self.shape)
+                self._dense[self.rows, self.indices] = self.data
+            return np.matmul(self._dense, x, out=out)
+        result = self._product(x)
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
+
+    def _product(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`dot` without scipy's vector kernel or a dense copy: numpy for a vector, scipy or numpy for a
+        block."""
         if x.ndim == 1:
-            if scipy_loaded():
-                if self._scipy is None:
-                    self._scipy = self.toscipy()
-                return np.asarray(self._scipy @ x, dtype=np.float64)
             products = np.take(x, self.indices).astype(np.float64, copy=False)
             products *= self.data
             # float64 even for a matrix without entries (bincount of nothing gives integers)
             return np.bincount(self.rows, weights=products, minlength=self.shape[0]).astype(np.float64, copy=False)
-        if self.dense_is_faster():
-            if self._dense is None:
-                self._dense = np.zeros(self.shape)
-                self._dense[self.rows, self.indices] = self.data
-            return self._dense @ x
         if self.nnz >= SCIPY_BLOCK_NNZ or scipy_loaded():
             if self._scipy is None:
                 self._scipy = self.toscipy()
@@ -343,25 +371,32 @@ class Iteration:
     converged: bool
 
 
-def iterate(rhs: np.ndarray, step: Callable[[np.ndarray], np.ndarray], alpha: float, tol: float, max_iter: int,
-            start: np.ndarray | None = None) -> Iteration:
+def iterate(rhs: np.ndarray, step: Callable[[np.ndarray, np.ndarray], object], alpha: float, tol: float,
+            max_iter: int, start: np.ndarray | None = None) -> Iteration:
     """The one power iteration every walk and its attribution use: x ← rhs + (1 − α)·step(x), from ``start``
     (default ``rhs``), with one convergence rule — stop when the L1 change of every column is below ``tol``
-    times that column's L1 norm (a column of zeros has converged). ``step`` is a sub-stochastic linear map
-    (a walk's transition, its dangling mass sent back through the restart), so the iteration contracts by
-    1 − α and takes about log(tol)/log(1 − α) steps. ``max_iter`` < 1 counts as 1."""
-    x = rhs.copy() if start is None else start.copy()
+    times that column's L1 norm (a column of zeros has converged). ``step(x, out)`` writes a sub-stochastic,
+    non-negative linear map of ``x`` into ``out`` (a walk's transition, its dangling mass sent back through
+    the restart; ``rhs`` is non-negative too, so every iterate is and its L1 norm is its sum); the iteration
+    contracts by 1 − α and takes about log(tol)/log(1 − α) steps. ``max_iter`` < 1 counts as 1.
+
+    >>> m = np.array([[0.0, 1.0], [1.0, 0.0]])  # two papers citing each other
+    >>> run = iterate(np.array([0.5, 0.0]), lambda x, out: np.matmul(m, x, out=out), 0.5, 1e-12, 100)
+    >>> [round(v, 6) for v in run.x.tolist()], run.converged
+    ([0.666667, 0.333333], True)
+    """
+    x = (rhs if start is None else start).astype(np.float64, copy=True)
+    nxt, work = np.empty_like(x), np.empty_like(x)  # two buffers taking turns as x and its successor
     keep = 1.0 - alpha
     residual, it = np.inf, 0
-    work = np.empty_like(x)
     for it in range(1, max(1, max_iter) + 1):  # noqa: B007
-        nxt = step(x)  # a new array: rhs + keep·step(x) is formed in it, then |nxt − x| and |nxt| in ``work``
+        step(x, nxt)
         np.multiply(nxt, keep, out=nxt)
         np.add(rhs, nxt, out=nxt)
         np.subtract(nxt, x, out=work)
-        change = np.abs(work, out=work).sum(axis=0)
-        size = np.abs(nxt, out=work).sum(axis=0)
-        x = nxt
+        change = np.add.reduce(np.abs(work, out=work), axis=0)
+        size = np.add.reduce(nxt, axis=0)
+        x, nxt = nxt, x
         if x.ndim == 1:
             residual = float(change / size) if size > 0 else 0.0
         else:
@@ -390,10 +425,9 @@ class PersonalizedPageRank:
 
         back = np.empty_like(p)
 
-        def step(pi: np.ndarray) -> np.ndarray:  # Wᵀπ, the dangling mass back at p
-            out = wt.dot(pi)
+        def step(pi: np.ndarray, out: np.ndarray) -> None:  # Wᵀπ, the dangling mass back at p
+            wt.dot(pi, out=out)
             out += np.multiply(p, pi[dangling].sum(), out=back)
-            return out
         run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
         pi = run.x / run.x.sum()
         return RankingResult(self.name, dict(zip(graph.nodes, pi.tolist(), strict=True)), run.iterations,
@@ -422,12 +456,11 @@ class PersonalizedSALSA:
         m = walk_matrices(graph)
         ft, bt, dangling = m.forward_t, m.backward_t, np.flatnonzero(m.dangling)
 
-        back = np.empty_like(p)
+        back, authority = np.empty_like(p), np.empty_like(p)
 
-        def step(h: np.ndarray) -> np.ndarray:  # hub → authority → hub, dangling hubs back at p
-            out = bt.dot(ft.dot(h))
+        def step(h: np.ndarray, out: np.ndarray) -> None:  # hub → authority → hub, dangling hubs back at p
+            bt.dot(ft.dot(h, out=authority), out=out)
             out += np.multiply(p, h[dangling].sum(), out=back)
-            return out
         run = iterate(alpha * p, step, alpha, tol, max_iter, start=p)
         a = ft.dot(run.x)
         total = a.sum()
@@ -518,7 +551,7 @@ def ppr_attribution(graph: WeightedGraph, personalization: Mapping[str, float], 
     w = walk_matrices(graph).forward
     rhs = np.zeros((n, len(pos)))
     rhs[pos, np.arange(len(pos))] = 1.0
-    reach = iterate(rhs, w.dot, alpha, tol, max_iter).x
+    reach = iterate(rhs, lambda y, out: w.dot(y, out=out), alpha, tol, max_iter).x
     step = w.scale_rows(np.full(n, 1.0 - alpha))
     nxt = _walk_pointers(step, pos)
     out: dict[str, Attribution] = {}
@@ -596,7 +629,7 @@ def salsa_attribution(graph: WeightedGraph, personalization: Mapping[str, float]
     m = walk_matrices(graph)
     forward, backward = m.forward, m.backward
     rhs = forward.columns(pos)
-    reach = iterate(rhs, lambda y: forward.dot(backward.dot(y)), alpha, tol, max_iter).x
+    reach = iterate(rhs, lambda y, out: forward.dot(backward.dot(y), out=out), alpha, tol, max_iter).x
     via_a, via_h = _salsa_pointers(forward, backward, alpha, rhs)
     out: dict[str, Attribution] = {}
     for i, t in enumerate(pos):
