@@ -149,12 +149,13 @@ class SparseRows:
         C-contiguous float64 array of the result's shape, not ``x``) the product is written there and returned."""
         if x.ndim == 1 and scipy_loaded():
             # scipy's CSR kernel straight into the result (what ``csr_matrix @ x`` calls, without its checks)
-            result = np.zeros(self.shape[0]) if out is None else out
-            if out is not None:
-                result.fill(0.0)
+            if out is None:
+                out = np.zeros(self.shape[0])
+            else:
+                out.fill(0.0)
             _csr_matvec()(self.shape[0], self.shape[1], self.indptr, self.indices, self.data,
-                          np.ascontiguousarray(x, dtype=np.float64), result)
-            return result
+                          np.ascontiguousarray(x, dtype=np.float64), out)
+            return out
         if x.ndim != 1 and self.dense_is_faster():
             if self._dense is None:
                 self._dense = np.zeros(self.shape)
@@ -551,7 +552,7 @@ def ppr_attribution(graph: WeightedGraph, personalization: Mapping[str, float], 
     w = walk_matrices(graph).forward
     rhs = np.zeros((n, len(pos)))
     rhs[pos, np.arange(len(pos))] = 1.0
-    reach = iterate(rhs, lambda y, out: w.dot(y, out=out), alpha, tol, max_iter).x
+    reach = iterate(rhs, w.dot, alpha, tol, max_iter).x
     step = w.scale_rows(np.full(n, 1.0 - alpha))
     nxt = _walk_pointers(step, pos)
     out: dict[str, Attribution] = {}
