@@ -167,7 +167,8 @@ class ResultCache:
         # an in-process LRU in front of the disk: long-lived processes (the app, evaluation) skip SQLite
         self._memory: OrderedDict[str, Any] = OrderedDict()
         self._memory_items = memory_items
-        # key → the in-memory value a reader has checked (:meth:`mark_checked`): the same object needs no new check
+        # key → (the in-memory value a reader has checked, what it read from it) (:meth:`mark_checked`): the same
+        # object needs no new check
         self._checked: dict[str, Any] = {}
 
     def _remember(self, key: str, value: Any) -> None:
@@ -181,15 +182,22 @@ class ResultCache:
             old, _ = self._memory.popitem(last=False)
             self._checked.pop(old, None)
 
-    def mark_checked(self, key: str, value: Any) -> None:
-        """Record that ``value``, this cache's in-memory value of ``key``, passed its reader's checks."""
+    def mark_checked(self, key: str, value: Any, reading: Any = True) -> None:
+        """Record that ``value``, this cache's in-memory value of ``key``, passed its reader's checks, and what
+        the reader made of it (``reading``: kept for :meth:`checked_reading`)."""
         if self._memory.get(key) is value:
-            self._checked[key] = value
+            self._checked[key] = (value, reading)
 
     def is_checked(self, key: str, value: Any) -> bool:
         """Whether ``value`` is the very object :meth:`mark_checked` recorded for ``key`` (a value replaced since,
         or read again from disk, is another object and is checked again)."""
-        return self._checked.get(key) is value
+        return self.checked_reading(key, value) is not None
+
+    def checked_reading(self, key: str, value: Any) -> Any:
+        """What the reader made of ``value`` when :meth:`mark_checked` recorded it for ``key``; None unless
+        ``value`` is that very object."""
+        entry = self._checked.get(key)
+        return entry[1] if entry is not None and entry[0] is value else None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}

@@ -127,3 +127,26 @@ def test_the_progress_lines_name_the_stage_that_cost_most():
 
     assert slowest_stage({"seeds": 0.25, "pruning": 1.5, "ranking": 0.75}) == "in 2.50 s; most in pruning: 1.50 s"
     assert slowest_stage({}) == "no stage ran"
+
+
+_WITH_HANDLER = ("import atexit, sys\nfrom crase_core.cli import command, main\n"
+                 "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+                 "if sys.argv[1] == 'usual':\n    raise SystemExit(main(sys.argv[2:]))\n"
+                 "sys.argv = ['crase', *sys.argv[2:]]\ncommand()\n")
+
+
+@pytest.mark.parametrize(("args", "status"), [(["query", "string duality", "--k", "3"], 0), (["query", "  "], 2)])
+def test_a_one_run_command_ends_at_once_with_its_status_output_and_exit_handlers(tiny_corpus_dir, tmp_path, args,
+                                                                                  status):
+    """``crase query`` skips the interpreter's teardown (issue 31), and loses nothing by it: its exit status,
+    every line of its output (through a pipe) and the exit handlers are what the usual exit gives."""
+    env = {**os.environ, "CRASE_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", _WITH_HANDLER, how, *args, "--quiet", "--corpus",
+                            str(tiny_corpus_dir)], capture_output=True, text=True, timeout=300, env=env)
+            for how in ("usual", "usual", "at-once")]  # the first fills the cache
+    usual, at_once = runs[1:]
+    assert usual.returncode == at_once.returncode == status, at_once.stderr
+    assert usual.stderr.endswith("exit handler ran\n") and at_once.stderr == usual.stderr
+    timed = ("Time:", "  done")  # stage times differ from run to run
+    lines = [[ln for ln in r.stdout.splitlines() if not ln.startswith(timed)] for r in (usual, at_once)]
+    assert lines[0] == lines[1] and (status or len(lines[0]) > 10)

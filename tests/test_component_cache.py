@@ -12,6 +12,9 @@ from crase_core.component_cache import (
     ComponentCache,
     claims_digest,
     claims_key,
+    graph_matrices_from_cache,
+    graph_matrices_key,
+    graph_matrices_to_cache,
     is_output_failure,
     matrix_from_cache,
     matrix_key,
@@ -184,22 +187,77 @@ def test_corrupt_matrix_entry_is_a_miss(tmp_path, bad):
 def test_a_matrix_checked_once_in_a_process_is_not_checked_again_unless_replaced(tmp_path):
     """In a long-lived process a cached matrix is checked when first read; the next run takes the same object
     without checking it again (issue 31). A value replaced under the same key — another object — is checked
-    again, and refused when corrupt."""
+    again, and refused when corrupt. (Edge b→a is never cached, so these reads go edge by edge.)"""
     cache = ResultCache(tmp_path / "rc")
     components = ComponentCache(backend(), cache)
     claims = {cs.paper_id: cs for cs in components.extract([A, B])}  # a: 2 claims, b: 1
     key = matrix_key(FakeScorer.identity, claims["a"].claims, claims["b"].claims)
     good = [[0.5], [0.25]]
     cache.set_many({key: good})
-    first = components.cached_matrices(claims, [("a", "b")])
+    edges = [("a", "b"), ("b", "a")]
+    first = components.cached_matrices(claims, edges)
     assert first[("a", "b")].matrix is good and cache.is_checked(key, good)
-    again = ComponentCache(backend(), cache).cached_matrices(claims, [("a", "b")])
+    again = ComponentCache(backend(), cache).cached_matrices(claims, edges)
     assert again[("a", "b")].matrix is good and again[("a", "b")].cached
     cache.set_many({key: [[0.5], [7.0]]})  # replaced in memory by a corrupt value: checked, refused
-    assert ComponentCache(backend(), cache).cached_matrices(claims, [("a", "b")]) == {}
+    assert ComponentCache(backend(), cache).cached_matrices(claims, edges) == {}
     assert not cache.is_checked(key, good)
     cache.clear()
     assert not cache.is_checked(key, good)
+
+
+def test_a_graph_whose_matrices_were_all_found_is_read_whole_next_time(tmp_path):
+    """Once a read finds every edge's matrix, they are kept together too (issue 31: a cached run reads its
+    thousands of matrices in one go): the next process gets the same matrices and counts from that one entry,
+    even with the edge-by-edge entries gone."""
+    scorer = FakeScorer()
+    cold = ComponentCache(backend(scorer=scorer), ResultCache(tmp_path / "rc"))
+    claims = {cs.paper_id: cs for cs in cold.extract([A, B, C])}
+    edges = [("a", "b"), ("b", "c"), ("c", "a")]
+    cold.score(claims, edges)
+    digests = [(claims_digest(claims[u].claims), claims_digest(claims[v].claims)) for u, v in edges]
+    together = graph_matrices_key(FakeScorer.identity, digests)
+    assert ResultCache(tmp_path / "rc").get_many([together]) == {}  # scored, not yet read back whole
+    warm = ComponentCache(backend(scorer=scorer), ResultCache(tmp_path / "rc"))
+    by_edge = warm.cached_matrices(claims, edges)
+    assert warm.counters == Counters(cache_hits=3)
+    kept = ResultCache(tmp_path / "rc").get_many([together])
+    assert list(kept) == [together]
+    ResultCache(tmp_path / "only-whole").set_many(kept)  # a cache holding that entry and no edge's own
+    whole = ComponentCache(backend(scorer=scorer), ResultCache(tmp_path / "only-whole"))
+    found = whole.cached_matrices(claims, edges)
+    assert {e: em.matrix for e, em in found.items()} == {e: em.matrix for e, em in by_edge.items()}
+    assert list(found) == edges and all(em.cached and not em.error for em in found.values())
+    assert whole.counters == Counters(cache_hits=3) and scorer.calls == 3
+    assert whole.cached_matrices(claims, edges[:2]) == {}  # another list of edges: another entry (none here)
+
+
+def test_a_graph_with_a_missing_or_failed_matrix_is_not_kept_whole(tmp_path):
+    scorer = FakeScorer(errors={"We simulate": "model output: no JSON"})  # edges citing c fail (cached failure)
+    cold = ComponentCache(backend(scorer=scorer), ResultCache(tmp_path / "rc"))
+    claims = {cs.paper_id: cs for cs in cold.extract([A, B, C])}
+    cold.score(claims, [("a", "b"), ("a", "c")])
+    for edges in ([("a", "b"), ("a", "c")], [("a", "b"), ("b", "a")]):  # a cached failure; a miss
+        ComponentCache(backend(scorer=scorer), ResultCache(tmp_path / "rc")).cached_matrices(claims, edges)
+        digests = [(claims_digest(claims[u].claims), claims_digest(claims[v].claims)) for u, v in edges]
+        together = graph_matrices_key(FakeScorer.identity, digests)
+        assert ResultCache(tmp_path / "rc").get_many([together]) == {}
+
+
+def test_graph_matrices_round_trip_exactly():
+    matrices = [[[0.1, 1.0], [0.0, 1 / 3]], [[]], [], [[2 ** -1074, 0.7]]]
+    shapes = [(2, 2), (1, 0), (0, 5), (1, 2)]
+    assert graph_matrices_from_cache(graph_matrices_to_cache(matrices), shapes) == matrices
+
+
+@pytest.mark.parametrize("bad", [
+    "not a dict", {}, {"float64": 5}, {"float64": "not base64!"}, {"float64": "AAAA"},  # 3 bytes: not float64s
+    graph_matrices_to_cache([[[0.5, 0.5]]]),  # 2 values, 3 expected
+    graph_matrices_to_cache([[[0.5, 0.5, 1.5]]]), graph_matrices_to_cache([[[0.5, -0.1, 0.5]]]),
+    graph_matrices_to_cache([[[0.5, math.nan, 0.5]]]), graph_matrices_to_cache([[[0.5, math.inf, 0.5]]]),
+])
+def test_corrupt_graph_matrices_are_refused(bad):
+    assert graph_matrices_from_cache(bad, [(1, 3)]) is None
 
 
 def test_corrupt_plan_entry_is_a_miss(tmp_path):

@@ -1,7 +1,8 @@
 """A fresh process loads only what it uses (issue 31): importing the pipeline, and answering a question whose
 claims and matrices are cached, load none of the heavy libraries — scipy.sparse, pandas, numpy.f2py, the HTTP
-client, pydantic, networkx, the model clients, the on-device model's runtime. Each is imported where it is used
-(an uncached edge scored offline, a remote source, a trace written or read, an export, a BibTeX library)."""
+client, pydantic, networkx, the model clients, the on-device model's runtime, multiprocessing. Each is imported
+where it is used (an uncached edge scored offline, a remote source, a trace written or read, an export, a BibTeX
+library, a corpus import on several processes)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 #: never loaded by ``import crase_core.pipeline`` nor by a cached ``crase query``
 HEAVY = ("scipy", "scipy.sparse", "pandas", "numpy.f2py", "numpy.testing", "httpx", "pydantic", "networkx",
          "openai", "bibtexparser", "pylatexenc", "onnxruntime", "tokenizers", "torch", "sentence_transformers",
-         "streamlit")
+         "streamlit", "multiprocessing", "concurrent.futures.process")
 
 _REPORT = f"import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
 

@@ -1,5 +1,5 @@
 """``python -m crase_core.cli``: the same as the ``crase`` command."""
 
-from crase_core.cli.main import main
+from crase_core.cli import command
 
-raise SystemExit(main())
+command()

@@ -218,12 +218,13 @@ def _graph_features(trace: RunTrace, k: int) -> dict[str, float]:
             n_links += 1
             links[e.citing] += 1
             links[e.cited] += 1
-    seeds = {s.paper_id for s in trace.seeds}
+    seed_order = list(dict.fromkeys(s.paper_id for s in trace.seeds))  # sums in a fixed order: the same bits every run
+    seeds = set(seed_order)
     kept_edges = sum(1 for e in trace.edges if e.kept)
     r_scores = [r.score for r in trace.results]
-    seed_recall = [len(refs[s] & in_list) / len(refs[s]) for s in seeds if len(refs.get(s, ())) >= 3]
+    seed_recall = [len(refs[s] & in_list) / len(refs[s]) for s in seed_order if len(refs.get(s, ())) >= 3]
     close = [h.paper_id for h in trace.query_hits[:10] if h.paper_id in seeds and h.paper_id in refs] or \
-        [s for s in seeds if s in refs]
+        [s for s in seed_order if s in refs]
     coverage, mass = reference_coverage(close, refs, in_list)
     walk_scores = sorted(trace.ranking.scores.values(), reverse=True)
     years = {n.paper.id: n.paper.year for n in trace.nodes if n.paper.year}

@@ -41,11 +41,9 @@ import shutil
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import numpy as np
 
@@ -68,6 +66,9 @@ from crase_core.store.corpus_validation import ParseNotes, ValidationReport, dir
 from crase_core.store.npy_folder import map_npy, read_meta
 from crase_core.store.sorted_keys import SortedKeys, find_sorted
 from crase_core.store.textindex import DocTerms, PostingsBuilder, PostingsWriter
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 log = logging.getLogger(__name__)
 
@@ -364,6 +365,10 @@ def _parsed(path: Path, workers: int, chunk_bytes: int = _CHUNK_BYTES) -> Iterat
         for job in _chunks(path, chunk_bytes):
             yield _parse_chunk(job)
         return
+    # here, not at the top: a query never loads multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         pending: collections.deque[Future[_Chunk]] = collections.deque()
         for job in _chunks(path, chunk_bytes):

@@ -98,6 +98,33 @@ def test_corrupt_result_cache_db_is_rebuilt(tmp_path):
     assert ranked(rerun.stdout) == ranked(r.stdout)
 
 
+@pytest.mark.fault_kind("cache-graph-matrices-corrupt")
+@pytest.mark.parametrize("bad", [{"float64": "AAAA"}, {"float64": 7}, "not a dict"])
+def test_corrupt_whole_graph_matrices_are_read_edge_by_edge(tmp_path, bad):
+    """A graph's matrices kept together (a cached run reads them in one go; issue 31) that do not decode, or hold
+    another number of values: the run says so, reads each edge's own entry, gives the clean answer, and keeps the
+    matrices together afresh."""
+    from crase_core.cache import ResultCache
+
+    corpus = write_corpus(tmp_path / "tiny")
+    cache = tmp_path / "cache"
+    for _ in range(2):  # scored, then read back edge by edge and kept together
+        assert query(corpus, cache).returncode == 0
+    with sqlite3.connect(cache / "results" / "cache.db") as con:
+        [key] = [k for (k,) in con.execute("SELECT key FROM Cache WHERE key LIKE 'matrices|%'")]
+    results = ResultCache(cache / "results")
+    results.set_many({key: bad})
+    results.close()
+    r = query(corpus, cache)
+    assert r.returncode == 0, r.stderr
+    assert "corrupt cached matrices of this graph; reading them edge by edge" in r.stderr
+    assert re.search(r"cache \d+ hits / 0 misses", r.stdout)
+    assert ranked(r.stdout) == _clean_answer(corpus, tmp_path)
+    again = query(corpus, cache)
+    assert again.returncode == 0 and "corrupt" not in again.stderr
+    assert ranked(again.stdout) == ranked(r.stdout)
+
+
 @pytest.mark.fault_kind("cache-dir-is-a-file")
 def test_cache_dir_that_is_a_file_runs_without_caching(tmp_path):
     corpus = write_corpus(tmp_path / "tiny")
