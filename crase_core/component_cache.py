@@ -348,8 +348,9 @@ class ComponentCache:
         All of them in one read when an earlier read found every one (then they are kept together too:
         :func:`graph_matrices_key`), else edge by edge."""
         identity = self.scorer_identity
-        kid, digest = key_identity(self.backend.scorer), self._digest
-        digests = [(digest(claims[u]), digest(claims[v])) for u, v in edges]
+        kid = key_identity(self.backend.scorer)
+        of = {n: self._digest(claims[n]) for n in {n for e in edges for n in e}}
+        digests = [(of[u], of[v]) for u, v in edges]
         together = graph_matrices_key(kid, digests)
         value = self._get([together]).get(together) if edges else None
         if value is not None:
@@ -366,7 +367,11 @@ class ComponentCache:
             log.warning("corrupt cached matrices of this graph; reading them edge by edge")
         found = self._cached_edges(claims, edges, digests)
         if edges and len(found) == len(edges) and not any(em.error for em in found.values()):
-            self._set({together: graph_matrices_to_cache([found[e].matrix for e in edges])})
+            rows = [found[e].matrix for e in edges]
+            value = graph_matrices_to_cache(rows)
+            self._set({together: value})
+            if self.cache is not None:  # this process has its rows: the next run here need not decode them
+                self.cache.mark_checked(together, value, rows)
         return found
 
     def _cached_edges(self, claims: Mapping[str, ClaimSet], edges: Sequence[Edge],

@@ -14,6 +14,7 @@ hits (:func:`text_match_ids`), which stays ranked by its text match even when pr
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -122,23 +123,32 @@ def decision_text(edge: EdgeRecord, tau: float) -> str:
     e.g. ``pruned: only 1 of 5 citing claims shares enough words with a cited claim (word-overlap support ≥
     0.05); rule: Δ = 0.2 ≤ τ_lexical 0.35 at θ_lexical 0.05``.
     """
-    r = scorer_rule(edge.scorer)
-    one, many = r.counted
-    n, k = len(edge.supported), sum(edge.supported)
-    at = f" at {r.theta_label} {edge.theta:g}" if edge.theta is not None else ""
-    rule = f"Δ = {edge.delta:.3g} {'>' if edge.kept else '≤'} {r.tau_label} {tau:g}{at}"
     if edge.rule == RULE_FAILED:
+        r = scorer_rule(edge.scorer)
         return (f"pruned: scoring failed ({edge.error}); rule: an edge that cannot be scored has Δ = 0 ≤ "
                 f"{r.tau_label} {tau:g}")
-    if edge.rule == RULE_KEEP_ALL:
+    return _decision_words(edge.scorer, edge.rule, edge.kept, len(edge.supported), sum(edge.supported), edge.delta,
+                           edge.theta, tau)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decision_words(scorer: str, rule_name: str, kept: bool, n: int, k: int, delta: float, theta: float | None,
+                    tau: float) -> str:
+    """:func:`decision_text` of an edge that was scored, from the numbers it depends on (a run's thousands of
+    edges share a few hundred of them)."""
+    r = scorer_rule(scorer)
+    one, many = r.counted
+    at = f" at {r.theta_label} {theta:g}" if theta is not None else ""
+    rule = f"Δ = {delta:.3g} {'>' if kept else '≤'} {r.tau_label} {tau:g}{at}"
+    if rule_name == RULE_KEEP_ALL:
         return (f"kept: {r.theta_label} = 0 counts every citing claim, so Δ = 1 > {r.tau_label} {tau:g} whatever "
                 f"the {r.score_name} scores")
-    bar = f"{edge.theta:g}" if edge.theta is not None else r.theta_label
-    verdict = "kept" if edge.kept else "pruned"
+    bar = f"{theta:g}" if theta is not None else r.theta_label
+    verdict = "kept" if kept else "pruned"
     if k == 0:
         return f"{verdict}: no citing claim {one} ({r.score_name} < {bar} for all {n} citing claims); rule: {rule}"
     counted = f"{k} of {n} citing claims {one if k == 1 else many} ({r.score_name} ≥ {bar})"
-    return f"{verdict}: {'' if edge.kept else 'only '}{counted}; rule: {rule}"
+    return f"{verdict}: {'' if kept else 'only '}{counted}; rule: {rule}"
 
 
 def decide_edge(edge: EdgeRecord, tau: float) -> EdgeRecord:
@@ -183,12 +193,18 @@ def edge_tallies(edges: Sequence[EdgeRecord]) -> tuple[Counter[str], Counter[str
     kept_degree: Counter[str] = Counter()
     rules: dict[str, Counter[str]] = {}
     for e in edges:
-        degree.update((e.citing, e.cited))
+        u, v = e.citing, e.cited
+        degree[u] += 1
+        degree[v] += 1
         if e.kept:
-            kept_degree.update((e.citing, e.cited))
+            kept_degree[u] += 1
+            kept_degree[v] += 1
         else:
-            for end in (e.citing, e.cited):
-                rules.setdefault(end, Counter())[e.rule] += 1
+            for end in (u, v):
+                counts = rules.get(end)
+                if counts is None:
+                    counts = rules[end] = Counter()
+                counts[e.rule] += 1
     return degree, kept_degree, rules
 
 

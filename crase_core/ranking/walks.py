@@ -503,45 +503,25 @@ class Attribution:
 PATH_STEPS = 12
 
 
-class _Scratch:
-    """Work arrays reused by the rounds of one path search (:func:`_row_best`): a round's entry-by-column products
-    are megabytes, and fresh pages for them cost more than the arithmetic."""
-
-    def __init__(self) -> None:
-        self._arrays: dict[str, np.ndarray] = {}
-
-    def get(self, name: str, shape: tuple[int, int], dtype: type) -> np.ndarray:
-        size = shape[0] * shape[1]
-        flat = self._arrays.get(name)
-        if flat is None or flat.size < size:
-            flat = self._arrays[name] = np.empty(size, dtype=dtype)
-        return flat[:size].reshape(shape)
-
-
-def _row_best(m: SparseRows, values: np.ndarray, scratch: _Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _row_best(m: SparseRows, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every row i and column t of ``values`` (n × T): (max_j m[i, j]·values[j, t], the first j that
-    attains it); 0 and −1 for a row with no entry. ``scratch``: work arrays to reuse (a search's rounds)."""
+    attains it); 0 and −1 for a row with no entry."""
     n, width = m.shape[0], values.shape[1]
     best = np.zeros((n, width))
     arg = np.full((n, width), -1, dtype=np.int64)
     rows = np.flatnonzero(np.diff(m.indptr))
     if rows.size == 0:
         return best, arg
-    scratch = scratch or _Scratch()
-    shape = (m.nnz, width)
-    cand = np.take(values, m.indices, axis=0, out=scratch.get("cand", shape, np.float64))
-    cand *= m.data[:, None]
+    cand = values[m.indices]
+    cand *= m.data[:, None]  # in place: the broadcast product into a new array takes several times as long
     starts = m.indptr[rows]
     top = np.maximum.reduceat(cand, starts, axis=0)
-    segment = np.repeat(np.arange(rows.size), np.diff(m.indptr)[rows])  # entry k's row, counted among rows
-    hit = np.greater_equal(cand, np.take(top, segment, axis=0, out=scratch.get("top", shape, np.float64)),
-                           out=scratch.get("hit", shape, np.bool_))
-    where = scratch.get("where", shape, np.int64)
-    where.fill(m.nnz)
-    np.copyto(where, np.arange(m.nnz)[:, None], where=hit)
+    counts = np.diff(np.append(starts, m.indptr[-1]))
+    hit = cand >= np.repeat(top, counts, axis=0)
+    where = np.where(hit, np.arange(cand.shape[0])[:, None], cand.shape[0])
     first = np.minimum.reduceat(where, starts, axis=0)
     best[rows] = top
-    arg[rows] = m.indices[np.minimum(first, m.nnz - 1)]
+    arg[rows] = m.indices[np.minimum(first, cand.shape[0] - 1)]
     return best, arg
 
 
@@ -600,10 +580,9 @@ def _walk_pointers(step: SparseRows, targets: Sequence[int]) -> np.ndarray:
     nxt = np.full((n, width), -1, dtype=np.int64)
     target_rows = np.asarray(targets, dtype=np.int64)
     active = cols  # a column that did not improve in a round cannot improve in the next
-    scratch = _Scratch()
     for _ in range(PATH_STEPS):
         now = best[:, active]
-        cand, arg = _row_best(step, now, scratch)
+        cand, arg = _row_best(step, now)
         better = cand > now * (1.0 + 1e-12)
         better[target_rows[active], np.arange(active.size)] = False
         changed = better.any(axis=0)
@@ -676,11 +655,10 @@ def _salsa_pointers(forward: SparseRows, backward: SparseRows, alpha: float,
     via_a = np.full(best.shape, -1, dtype=np.int64)
     via_h = np.full(best.shape, -1, dtype=np.int64)
     active = np.arange(best.shape[1])  # a column that did not improve in a round cannot improve in the next
-    scratch = _Scratch()
     for _ in range(PATH_STEPS // 2):
         now = best[:, active]
-        back, back_arg = _row_best(backward, now, scratch)  # authority a: its best citer h to go on from
-        cand, arg = _row_best(forward, (1.0 - alpha) * back, scratch)
+        back, back_arg = _row_best(backward, now)  # authority a: its best citer h to go on from
+        cand, arg = _row_best(forward, (1.0 - alpha) * back)
         better = cand > now * (1.0 + 1e-12)
         changed = better.any(axis=0)
         if not changed.any():
