@@ -36,18 +36,18 @@ PART = 400_000
 PARTITION = "updated_date=2024-06-01"
 
 _CHILD = """
-import resource, runpy, sys
+import atexit, resource, runpy, sys
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-sys.argv = ["crase", *sys.argv[1:]]
-try:
-    runpy.run_module("crase_core.cli", run_name="__main__")
-finally:
+def report():  # an exit handler: a one-run `crase` command ends the process at once after running them
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"CPU {me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime:.2f}", file=sys.stderr)
     print(f"MAXRSS {hwm():.0f} KIDS {kids.ru_maxrss / 1024:.0f}", file=sys.stderr)
+atexit.register(report)
+sys.argv = ["crase", *sys.argv[1:]]
+runpy.run_module("crase_core.cli", run_name="__main__")
 """
 
 

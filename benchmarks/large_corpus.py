@@ -43,19 +43,19 @@ REPO = Path(__file__).resolve().parents[1]
 
 # runs ``python -m crase_core.cli ARGS`` and prints this process's peak RSS (MB) on the last stderr line
 _CHILD = """
-import resource, runpy, sys
+import atexit, resource, runpy, sys
 def hwm():  # this process's own peak RSS (ru_maxrss would carry the parent's across exec)
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-sys.argv = ["crase", *sys.argv[1:]]
-try:
-    runpy.run_module("crase_core.cli", run_name="__main__")
-finally:
+def report():  # an exit handler: `crase query` ends the process at once after running them
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     print(f"CPU {cpu:.2f}", file=sys.stderr)
     print(f"MAXRSS {hwm():.0f}", file=sys.stderr)
+atexit.register(report)
+sys.argv = ["crase", *sys.argv[1:]]
+runpy.run_module("crase_core.cli", run_name="__main__")
 """
 
 _OPEN = """

@@ -4,13 +4,12 @@ program (the ``crase`` script and ``python -m crase_core.cli``)."""
 from __future__ import annotations
 
 import atexit
-import gc
 import os
 import sys
 from collections.abc import Sequence
 
-#: the commands that make one run (or read one) and end: their process runs without the cyclic garbage collector
-#: and ends without the interpreter's teardown (:func:`command`)
+#: the commands that make one run (or read one) and end: their process ends without the interpreter's teardown
+#: (:func:`command`)
 ONE_RUN = frozenset({"query", "show", "rerank", "export"})
 
 
@@ -24,16 +23,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command() -> None:
     """The ``crase`` program: :func:`main` on the process's arguments, then exit with its status.
 
-    A one-run command (:data:`ONE_RUN`) runs without the cyclic garbage collector (what it allocates lives until
-    the process ends), and once it has returned, the exit handlers run, the output is flushed and the process
-    ends without the interpreter freeing every object one by one (about 40 ms of a cached ``crase query``;
-    issue 31). Other commands, and a command that raises (``--help``, a usage error), end as usual.
+    Once a one-run command (:data:`ONE_RUN`) has returned, the exit handlers run, the output is flushed and the
+    process ends without the interpreter freeing every object one by one (about 40 ms of a cached ``crase query``;
+    issue 31): code after :func:`command` in the same process does not run, an exit handler does. Other commands,
+    and a command that raises (``--help``, a usage error), end as usual.
     """
     argv = sys.argv[1:]
     one_run = next((a for a in argv if not a.startswith("-")), "") in ONE_RUN
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if one_run:
-        gc.disable()
     status = main(argv)
     if not one_run or run_exit_handlers is None:
         raise SystemExit(status)
