@@ -284,6 +284,13 @@ def edge_summary(trace: RunTrace, e: EdgeRecord) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from crase_core.gc_pause import gc_deferred
+
+    with gc_deferred():  # its imports, reading the trace and drawing it allocate fast (and leave little cyclic garbage)
+        return _export(args)
+
+
+def _export(args: argparse.Namespace) -> int:
     from crase_core import atomic
     from crase_core import trace as trace_io
     from crase_core.atomic import check_writable, same_file

@@ -28,6 +28,7 @@ import math
 import re
 from typing import Any
 
+from crase_core.gc_pause import gc_deferred
 from crase_core.llm.cost_report import budget_summary, cost_summary
 from crase_core.ranking.pruning import score_name
 from crase_core.ranking.trails import origin_text
@@ -270,8 +271,10 @@ def why_html(trace: RunTrace) -> str:
     return "".join(out)
 
 
+@gc_deferred()
 def to_html(trace: RunTrace) -> str:
-    """The run as one HTML document (UTF-8 text), openable from disk with the network off."""
+    """The run as one HTML document (UTF-8 text), openable from disk with the network off. Without automatic
+    garbage collection while it is built (its views allocate fast; a collection walks the whole run)."""
     comp = graph_component_dir()
     files = {name: (comp / name).read_text(encoding="utf-8")
              for name in ("vis-network.min.js", "vis-network.css", "graph_core.js", "graph_core.css")}
