@@ -28,10 +28,14 @@ def command() -> None:
     issue 31): code after :func:`command` in the same process does not run, an exit handler does. Other commands,
     and a command that raises (``--help``, a usage error), end as usual.
     """
+    # the implementation itself: importing the submodule ``main`` rebinds this package's name ``main`` to it
+    from crase_core.cli.main import main as run
+    from crase_core.cli.main import subcommand
+
     argv = sys.argv[1:]
-    one_run = next((a for a in argv if not a.startswith("-")), "") in ONE_RUN
+    one_run = subcommand(argv) in ONE_RUN
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    status = main(argv)
+    status = run(argv)
     if not one_run or run_exit_handlers is None:
         raise SystemExit(status)
     run_exit_handlers()

@@ -403,14 +403,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _command(argv: Sequence[str]) -> str:
+def subcommand(argv: Sequence[str]) -> str:
     """The subcommand ``argv`` names (its first word that is one), or "" when there is none."""
     return next((a for a in argv if a in COMMANDS), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(_command(argv)).parse_args(argv)
+    args = build_parser(subcommand(argv)).parse_args(argv)
     level = logging.DEBUG if args.debug else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:  # a library that sets its own logger to DEBUG (bm25s) stays quiet

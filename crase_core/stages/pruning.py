@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from crase_core.component_cache import Edge
 from crase_core.ranking.pruning import (
-    SCORERS,
     age_years,
     decide_edge,
     decide_seed_fates,
@@ -45,13 +44,12 @@ class Pruning:
 
 
 def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansion, settings: PipelineSettings,
-                reference_year: int, scorer: tuple[str, str], rule: tuple[float, float] | None = None) -> EdgeRecord:
+                reference_year: int, scorer: tuple[str, str]) -> EdgeRecord:
     """Edge u→v with its scorer (who decided it, why), the one θ that scorer's matrices are read at
     (:func:`~crase_core.ranking.pruning.edge_theta`), s_i (``supported``: Eq. 3 at that θ), Δ (their share, Eq. 4;
-    0 when scoring failed), age factor, weight, rule and decision (Δ ≤ the scorer's τ → pruned). ``rule``: that
-    scorer's (θ, τ) when the caller has it already."""
+    0 when scoring failed), age factor, weight, rule and decision (Δ ≤ the scorer's τ → pruned)."""
     age = age_years(cited.year, reference_year)
-    theta, tau = rule or (edge_theta(scorer[0], settings), edge_tau(scorer[0], settings))
+    theta = edge_theta(scorer[0], settings)
     supported = supported_claims(em.matrix, theta) if not em.error else []
     rec = EdgeRecord(
         citing=u, cited=v, matrix=em.matrix, error=em.error, cached=em.cached,
@@ -60,7 +58,7 @@ def edge_record(u: str, v: str, em: EdgeMatrix, cited: Paper, expansion: Expansi
         contexts=expansion.graph.contexts.get((u, v), []), intents=expansion.graph.intents.get((u, v), []),
         scorer=scorer[0], scorer_reason=scorer[1], theta=theta,
     )
-    decide_edge(rec, tau)
+    decide_edge(rec, edge_tau(scorer[0], settings))
     if cited.year is None:
         rec.decision += "; cited paper has no year, age taken as 1"
     return rec
@@ -93,13 +91,8 @@ def prune_graph(expansion: Expansion, matrices: dict[Edge, EdgeMatrix], seeds: S
     """
     graph = expansion.graph
     emit(progress, "pruning", 0, len(graph.edges), "coverage affinity and pruning")
-    thresholds = {name: (edge_theta(name, settings), edge_tau(name, settings)) for name in SCORERS}
-    offline = (OFFLINE, "")
-    edges = []
-    for u, v in graph.edges:
-        scorer = scorers.get((u, v), offline)
-        edges.append(edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year,
-                                 scorer, thresholds.get(scorer[0])))
+    edges = [edge_record(u, v, matrices[(u, v)], expansion.papers[v], expansion, settings, reference_year,
+                         scorers.get((u, v), (OFFLINE, ""))) for u, v in graph.edges]
     top = set(text_match_ids(query_hits, settings.text_matches, set(graph.nodes)) + expansion.text_ids)
     text_ids = [n for n in graph.nodes if n in top]
     alive = surviving_nodes(graph.nodes, edges, text_ids)
